@@ -1,0 +1,187 @@
+"""The backend contract: what algorithm code may ask of a database.
+
+Algorithm code builds canonical statements or sqlglot expressions and hands them to a backend; it
+never branches on the dialect. Everything that differs between engines (how a file is bulk-loaded,
+how a result streams to a file, how text sorts byte-wise, which indexes pay off) is a hook here,
+implemented once per engine.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlglot import exp
+
+from setanon_sql import sqlrender
+from setanon_sql.sqlrender import TableBinding, qualified_table
+
+Params = Mapping[str, Any] | None
+Statement = str | exp.Expression
+
+
+class Backend(ABC):
+    """One open connection to one database, with setanon's schema ``schema``."""
+
+    name: ClassVar[str]
+    dialect: ClassVar[str]
+
+    def __init__(self, url: str, schema: str) -> None:
+        self.url = url
+        self.schema = schema
+        self._transaction_depth = 0
+        self.statement_log: list[tuple[str, float]] | None = None
+
+    # ---- rendering and execution -------------------------------------------------------------
+    def render(self, statement: Statement, tables: TableBinding | None = None) -> str:
+        """The one render function: canonical statement or expression -> this dialect's text."""
+        return sqlrender.render(statement, self.dialect, tables)
+
+    def table(self, name: str, alias: str | None = None) -> exp.Table:
+        """A table of setanon's schema, quoted and qualified."""
+        return qualified_table(self.schema, name, alias)
+
+    def catalog_tables(self, *names: str) -> dict[str, exp.Table]:
+        """Bind the logical names ``names`` to the same-named tables of setanon's schema."""
+        return {name: self.table(name) for name in names}
+
+    def run(
+        self, statement: Statement, params: Params = None, tables: TableBinding | None = None
+    ) -> None:
+        """Render and execute a statement that returns no rows."""
+        self._timed(self.render(statement, tables), params, fetch=False)
+
+    def query(
+        self, statement: Statement, params: Params = None, tables: TableBinding | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Render and execute a query; returns all rows (use for small aggregates only)."""
+        return self._timed(self.render(statement, tables), params, fetch=True)
+
+    def scalar(
+        self, statement: Statement, params: Params = None, tables: TableBinding | None = None
+    ) -> Any:
+        """The first column of the first row, or None."""
+        rows = self.query(statement, params, tables)
+        return rows[0][0] if rows else None
+
+    def drop_table(self, table: exp.Table) -> None:
+        """Drop ``table`` if it exists."""
+        self.run(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
+
+    def table_names(self, prefix: str) -> list[str]:
+        """Names of the tables in setanon's schema that start with ``prefix``."""
+        rows = self.query("tables_with_prefix", {"schema_name": self.schema})
+        return sorted(name for (name,) in rows if name.startswith(prefix))
+
+    def _timed(self, sql: str, params: Params, fetch: bool) -> list[tuple[Any, ...]]:
+        started = time.perf_counter()
+        rows = self.execute(sql, params, fetch=fetch)
+        if self.statement_log is not None:
+            self.statement_log.append((sql, time.perf_counter() - started))
+        return rows
+
+    @abstractmethod
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+        """Execute dialect text with bound parameters; driver errors become SetanonError."""
+
+    # ---- transactions ------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All-or-nothing block; nested blocks join the outermost one."""
+        if self._transaction_depth:
+            self._transaction_depth += 1
+            try:
+                yield
+            finally:
+                self._transaction_depth -= 1
+            return
+        self._begin()
+        self._transaction_depth = 1
+        try:
+            yield
+        except BaseException:
+            self._transaction_depth = 0
+            self._rollback()
+            raise
+        self._transaction_depth = 0
+        self._commit()
+
+    @abstractmethod
+    def _begin(self) -> None: ...
+
+    @abstractmethod
+    def _commit(self) -> None: ...
+
+    @abstractmethod
+    def _rollback(self) -> None: ...
+
+    # ---- engine hooks ------------------------------------------------------------------------
+    @abstractmethod
+    def load_lines(self, path: Path, target: exp.Table) -> int:
+        """Create ``target(pos BIGINT, line TEXT)`` holding line ``pos`` (1-based) of ``path``.
+
+        Line ends are ``\\n`` or ``\\r\\n``; an empty line gives an empty (or NULL) ``line``. Uses
+        the engine's bulk path. Returns the number of lines.
+        """
+
+    @abstractmethod
+    def load_delimited(
+        self, path: Path, target: exp.Table, n_columns: int, delimiter: str, quoted: bool
+    ) -> int:
+        """Create ``target(pos BIGINT, c1 TEXT, ..., cN TEXT)`` from a delimited file.
+
+        The file's first line is a header and is skipped; ``pos`` is the 1-based data row number.
+        ``quoted`` turns on CSV double-quote handling (off for TSV, where quotes are data).
+        Empty fields become NULL. Returns the number of data rows.
+        """
+
+    def copy_to_file(
+        self,
+        query: exp.Select,
+        path: Path,
+        delimiter: str,
+        header: Sequence[str] | None,
+        quoted: bool,
+        params: Params = None,
+    ) -> None:
+        """Stream a query's rows to ``path`` with the engine's bulk path (no row loop in Python).
+
+        ``header`` names the columns of the header line (none without it). NULL is written as an
+        empty field; with ``quoted`` off, values are written verbatim.
+        """
+        if header:
+            query = exp.select(
+                *(exp.alias_(exp.column(column.alias_or_name), name, quoted=True)
+                  for column, name in zip(query.selects, header, strict=True))
+            ).from_(query.subquery("q"))
+        self._copy_out(self.render(query), path, delimiter, bool(header), quoted, params)
+
+    @abstractmethod
+    def _copy_out(
+        self, body: str, path: Path, delimiter: str, header: bool, quoted: bool, params: Params
+    ) -> None: ...
+
+    def binary_sort_key(self, value: exp.Expression) -> exp.Expression:
+        """``value`` ordered byte-wise, independent of the database's locale."""
+        return value
+
+    def create_access_index(self, table: exp.Table, columns: Sequence[str]) -> None:  # noqa: B027
+        """Index ``table`` on ``columns`` where the engine profits from it (a no-op by default)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        """The URL with any password hidden, for messages."""
+        return self.url

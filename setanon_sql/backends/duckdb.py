@@ -1,0 +1,100 @@
+"""DuckDB backend: an embedded file (or ``:memory:``), the default engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend, Params
+from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
+
+
+def _literal(value: str) -> str:
+    return exp.Literal.string(value).sql(dialect="duckdb")
+
+
+class DuckDBBackend(Backend):
+    """DuckDB through its Python API; parameters bound as ``$name``."""
+
+    name = "duckdb"
+    dialect = "duckdb"
+
+    def __init__(self, path: str, schema: str) -> None:
+        super().__init__(f"duckdb:///{path}", schema)
+        self.path = path
+        try:
+            self._con = duckdb.connect(path)
+        except duckdb.IOException as error:
+            if "lock" in str(error).lower():
+                raise ConnectionFailedError(
+                    f"the DuckDB file {path} is in use by another process (DuckDB allows one "
+                    "writer); wait for that setanon run to finish or close the other program"
+                ) from None
+            raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+        except duckdb.Error as error:
+            raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+        try:
+            cursor = self._con.execute(sql, dict(params) if params else None)
+            return cursor.fetchall() if fetch else []
+        except duckdb.PermissionException as error:
+            raise PermissionDeniedError(f"DuckDB refused: {error}") from None
+        except duckdb.Error as error:
+            raise SetanonError(f"DuckDB failed on a setanon statement: {error}") from error
+
+    def _begin(self) -> None:
+        self._con.begin()
+
+    def _commit(self) -> None:
+        self._con.commit()
+
+    def _rollback(self) -> None:
+        self._con.rollback()
+
+    def load_lines(self, path: Path, target: exp.Table) -> int:
+        # read_text + string_split keeps exact line numbers (the CSV reader would count a stray
+        # '\r' as a line break). A final newline does not start another record.
+        self.execute(
+            f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
+            "WITH f AS (SELECT string_split(content, chr(10)) AS lines, "
+            "  ends_with(content, chr(10)) AS has_final_newline FROM read_text($path)) "
+            "SELECT CAST(pos AS BIGINT) AS pos, rtrim(lines[pos], chr(13)) AS line "
+            "FROM f, LATERAL (SELECT unnest(generate_series(1, CAST(len(lines) AS BIGINT) "
+            "  - CASE WHEN has_final_newline THEN 1 ELSE 0 END)) AS pos)",
+            {"path": str(path)},
+        )
+        return int(self.execute(f"SELECT count(*) FROM {target.sql(dialect='duckdb')}",
+                                fetch=True)[0][0])
+
+    def load_delimited(
+        self, path: Path, target: exp.Table, n_columns: int, delimiter: str, quoted: bool
+    ) -> int:
+        names = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(1, n_columns + 1))
+        quote = '"' if quoted else ""
+        self.execute(
+            f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
+            "SELECT CAST(row_number() OVER () AS BIGINT) AS pos, * FROM read_csv($path, "
+            f"columns={{{names}}}, header=true, auto_detect=false, delim=$delim, "
+            "quote=$quote, escape=$quote, strict_mode=false, null_padding=true, "
+            "parallel=false)",
+            {"path": str(path), "delim": delimiter, "quote": quote},
+        )
+        return int(self.execute(f"SELECT count(*) FROM {target.sql(dialect='duckdb')}",
+                                fetch=True)[0][0])
+
+    def _copy_out(
+        self, body: str, path: Path, delimiter: str, header: bool, quoted: bool, params: Params
+    ) -> None:
+        # COPY takes its options as literals; they are rendered by sqlglot, never formatted in.
+        options = (
+            f"FORMAT csv, DELIMITER {_literal(delimiter)}, "
+            f"QUOTE {_literal(chr(34) if quoted else '')}, HEADER {'true' if header else 'false'}"
+        )
+        self.execute(f"COPY ({body}) TO {_literal(str(path))} ({options})", params)
+
+    def close(self) -> None:
+        self._con.close()

@@ -1,0 +1,141 @@
+"""PostgreSQL backend through psycopg 3; bulk paths are COPY FROM/TO STDIN/STDOUT."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend, Params
+from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
+
+_COPY_CHUNK = 1 << 20
+# COPY's csv options need one-byte characters; these control bytes stand in for "no quoting".
+_NO_QUOTE = "\x01"
+_NO_DELIMITER = "\x02"
+
+
+def _literal(value: str) -> str:
+    return exp.Literal.string(value).sql(dialect="postgres")
+
+
+def _hide_password(conninfo: str) -> str:
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", conninfo)
+
+
+class PostgresBackend(Backend):
+    """PostgreSQL; parameters bound by psycopg as ``%(name)s``."""
+
+    name = "postgres"
+    dialect = "postgres"
+
+    def __init__(self, conninfo: str, schema: str) -> None:
+        super().__init__(conninfo, schema)
+        import psycopg
+
+        self._psycopg = psycopg
+        try:
+            self._con = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+        except psycopg.Error as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+            raise ConnectionFailedError(
+                f"cannot connect to {self.describe()}: {reason}; check the URL (--db or "
+                "SETANON_DB) and that the server is running"
+            ) from None
+
+    def describe(self) -> str:
+        return _hide_password(self.url)
+
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+        if params:
+            # psycopg reads '%' as the start of a placeholder once parameters are passed.
+            sql = sql.replace("%", "%%")
+            for key in params:
+                sql = sql.replace(f"%%({key})s", f"%({key})s")
+        try:
+            with self._con.cursor() as cursor:
+                cursor.execute(sql, dict(params) if params else None)
+                return cursor.fetchall() if fetch else []
+        except self._psycopg.errors.InsufficientPrivilege as error:
+            raise PermissionDeniedError(
+                f"PostgreSQL refused ({error.diag.message_primary}); grant the role the "
+                "privilege or choose another schema with --schema"
+            ) from None
+        except self._psycopg.Error as error:
+            raise SetanonError(f"PostgreSQL failed on a setanon statement: {error}") from error
+
+    def _begin(self) -> None:
+        self._con.execute("BEGIN")
+
+    def _commit(self) -> None:
+        self._con.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        self._con.execute("ROLLBACK")
+
+    def _copy_in(self, copy_sql: str, path: Path) -> None:
+        with self._con.cursor() as cursor, cursor.copy(copy_sql) as copy, path.open("rb") as f:
+            while chunk := f.read(_COPY_CHUNK):
+                copy.write(chunk)
+
+    def load_lines(self, path: Path, target: exp.Table) -> int:
+        name = target.sql(dialect="postgres")
+        self.execute(
+            f"CREATE TABLE {name} (pos BIGINT GENERATED ALWAYS AS IDENTITY, line TEXT)"
+        )
+        # CSV format with control bytes as delimiter and quote: every line arrives verbatim.
+        self._copy_in(
+            f"COPY {name} (line) FROM STDIN WITH (FORMAT csv, "
+            f"DELIMITER {_literal(_NO_DELIMITER)}, QUOTE {_literal(_NO_QUOTE)})",
+            path,
+        )
+        self.execute(f"UPDATE {name} SET line = rtrim(line, chr(13)) WHERE line LIKE '%' || chr(13)")
+        return int(self.execute(f"SELECT count(*) FROM {name}", fetch=True)[0][0])
+
+    def load_delimited(
+        self, path: Path, target: exp.Table, n_columns: int, delimiter: str, quoted: bool
+    ) -> int:
+        name = target.sql(dialect="postgres")
+        columns = ", ".join(f"c{i} TEXT" for i in range(1, n_columns + 1))
+        self.execute(f"CREATE TABLE {name} (pos BIGINT GENERATED ALWAYS AS IDENTITY, {columns})")
+        quote = '"' if quoted else _NO_QUOTE
+        self._copy_in(
+            f"COPY {name} ({', '.join(f'c{i}' for i in range(1, n_columns + 1))}) FROM STDIN "
+            f"WITH (FORMAT csv, HEADER true, DELIMITER {_literal(delimiter)}, "
+            f"QUOTE {_literal(quote)})",
+            path,
+        )
+        return int(self.execute(f"SELECT count(*) FROM {name}", fetch=True)[0][0])
+
+    def _copy_out(
+        self, body: str, path: Path, delimiter: str, header: bool, quoted: bool, params: Params
+    ) -> None:
+        quote = '"' if quoted else _NO_QUOTE
+        copy_sql = (
+            f"COPY ({body}) TO STDOUT WITH (FORMAT csv, DELIMITER {_literal(delimiter)}, "
+            f"QUOTE {_literal(quote)}, HEADER {'true' if header else 'false'})"
+        )
+        with path.open("wb") as out, self._con.cursor() as cursor:
+            try:
+                with cursor.copy(copy_sql, dict(params) if params else None) as copy:
+                    for chunk in copy:
+                        out.write(chunk)
+            except self._psycopg.Error as error:
+                raise SetanonError(f"PostgreSQL failed to export to {path}: {error}") from error
+
+    def binary_sort_key(self, value: exp.Expression) -> exp.Expression:
+        return exp.Collate(this=value, expression=exp.Identifier(this="C", quoted=True))
+
+    def create_access_index(self, table: exp.Table, columns: Sequence[str]) -> None:
+        index_name = f"{table.name}_{'_'.join(columns)}_idx"[:63]
+        cols = ", ".join(exp.to_identifier(c, quoted=True).sql("postgres") for c in columns)
+        self.execute(
+            f"CREATE INDEX {exp.to_identifier(index_name, quoted=True).sql('postgres')} "
+            f"ON {table.sql(dialect='postgres')} ({cols})"
+        )
+
+    def close(self) -> None:
+        self._con.close()

@@ -1,0 +1,32 @@
+"""Checks on input and output files, done before any database work starts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from setanon_sql.errors import InputError
+
+
+def readable_file(path: str | os.PathLike[str], what: str = "input file") -> Path:
+    """``path`` as an absolute Path if it is a readable regular file, else an InputError."""
+    resolved = Path(path).expanduser()
+    if not resolved.exists():
+        raise InputError(f"{what} {path} does not exist; check the path")
+    if not resolved.is_file():
+        raise InputError(f"{what} {path} is not a regular file")
+    if not os.access(resolved, os.R_OK):
+        raise InputError(f"{what} {path} is not readable; check its permissions")
+    return resolved.resolve()
+
+
+def writable_target(path: str | os.PathLike[str], what: str = "output file") -> Path:
+    """``path`` as an absolute Path if its directory exists and is writable."""
+    resolved = Path(path).expanduser().resolve()
+    if resolved.is_dir():
+        raise InputError(f"{what} {path} is a directory; give a file name")
+    if not resolved.parent.is_dir():
+        raise InputError(f"{what} {path}: directory {resolved.parent} does not exist")
+    if not os.access(resolved.parent, os.W_OK):
+        raise InputError(f"{what} {path}: directory {resolved.parent} is not writable")
+    return resolved
