@@ -46,7 +46,7 @@ def parse_statement_file(path: Path) -> list[Statement]:
     if not marks:
         raise ValueError(f"{path}: no '-- name: ...' line; every statement needs a name")
     found = []
-    for mark, following in zip(marks, [*marks[1:], None]):
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
         body = text[mark.end() : following.start() if following else len(text)].strip()
         found.append(Statement(mark.group(1), body.rstrip(";").strip(), path))
     return found
@@ -88,6 +88,13 @@ def qualified_table(schema: str | None, name: str, alias: str | None = None) -> 
     if alias:
         table.set("alias", exp.TableAlias(this=identifier(alias)))
     return table
+
+
+def with_alias(table: exp.Table, alias: str) -> exp.Table:
+    """A copy of ``table`` under ``alias``."""
+    copy = table.copy()
+    copy.set("alias", exp.TableAlias(this=identifier(alias)))
+    return copy
 
 
 TableBinding = Mapping[str, exp.Table]
@@ -134,7 +141,8 @@ def to_sql(tree: exp.Expression, dialect: str) -> str:
 def _freeze(tables: TableBinding | None) -> tuple[tuple[str, str], ...]:
     if not tables:
         return ()
-    return tuple(sorted((key, table.sql(dialect=CANONICAL_DIALECT)) for key, table in tables.items()))
+    return tuple(sorted((key, table.sql(dialect=CANONICAL_DIALECT))
+                        for key, table in tables.items()))
 
 
 @lru_cache(maxsize=4096)

@@ -110,3 +110,11 @@ DELETE FROM runs WHERE dataset_id = :dataset_id
 
 -- name: change_log_delete
 DELETE FROM change_log WHERE run_id = :run_id
+
+-- name: table_column_types
+SELECT column_name, data_type FROM information_schema.columns
+WHERE table_schema = :schema_name AND table_name = :table_name
+ORDER BY ordinal_position
+
+-- name: current_schema_name
+SELECT current_schema()

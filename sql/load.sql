@@ -64,3 +64,4 @@ WHERE line IS NOT NULL
 
 -- name: count_distinct_values
 SELECT count(DISTINCT line) FROM lines
+

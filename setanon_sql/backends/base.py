@@ -18,9 +18,10 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from setanon_sql import sqlrender
-from setanon_sql.sqlrender import TableBinding, qualified_table
+from setanon_sql.sqlrender import TableBinding, identifier, qualified_table
 
 Params = Mapping[str, Any] | None
+Rows = list[tuple[Any, ...]]
 Statement = str | exp.Expression
 
 
@@ -34,6 +35,7 @@ class Backend(ABC):
         self.url = url
         self.schema = schema
         self._transaction_depth = 0
+        self.catalog: str | None = None  # set where schema names may clash with catalog names
         self.statement_log: list[tuple[str, float]] | None = None
 
     # ---- rendering and execution -------------------------------------------------------------
@@ -43,7 +45,10 @@ class Backend(ABC):
 
     def table(self, name: str, alias: str | None = None) -> exp.Table:
         """A table of setanon's schema, quoted and qualified."""
-        return qualified_table(self.schema, name, alias)
+        table = qualified_table(self.schema, name, alias)
+        if self.catalog:
+            table.set("catalog", identifier(self.catalog))
+        return table
 
     def catalog_tables(self, *names: str) -> dict[str, exp.Table]:
         """Bind the logical names ``names`` to the same-named tables of setanon's schema."""
@@ -85,7 +90,7 @@ class Backend(ABC):
         return rows
 
     @abstractmethod
-    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         """Execute dialect text with bound parameters; driver errors become SetanonError."""
 
     # ---- transactions ------------------------------------------------------------------------

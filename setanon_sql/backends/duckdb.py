@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import duckdb
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend, Params
+from setanon_sql.backends.base import Backend, Params, Rows
 from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
 
 
@@ -36,8 +35,10 @@ class DuckDBBackend(Backend):
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
         except duckdb.Error as error:
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+        # A file named setanon.duckdb is a catalog named 'setanon': qualify fully to stay clear.
+        self.catalog = str(self._con.execute("SELECT current_database()").fetchone()[0])
 
-    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         try:
             cursor = self._con.execute(sql, dict(params) if params else None)
             return cursor.fetchall() if fetch else []

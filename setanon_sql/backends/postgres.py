@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend, Params
+from setanon_sql.backends.base import Backend, Params, Rows
 from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
 
 _COPY_CHUNK = 1 << 20
@@ -49,7 +48,7 @@ class PostgresBackend(Backend):
     def describe(self) -> str:
         return _hide_password(self.url)
 
-    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> list[tuple[Any, ...]]:
+    def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         if params:
             # psycopg reads '%' as the start of a placeholder once parameters are passed.
             sql = sql.replace("%", "%%")
@@ -92,7 +91,8 @@ class PostgresBackend(Backend):
             f"DELIMITER {_literal(_NO_DELIMITER)}, QUOTE {_literal(_NO_QUOTE)})",
             path,
         )
-        self.execute(f"UPDATE {name} SET line = rtrim(line, chr(13)) WHERE line LIKE '%' || chr(13)")
+        self.execute(f"UPDATE {name} SET line = rtrim(line, chr(13)) "
+                     "WHERE right(line, 1) = chr(13)")
         return int(self.execute(f"SELECT count(*) FROM {name}", fetch=True)[0][0])
 
     def load_delimited(

@@ -18,7 +18,7 @@ from setanon_sql.errors import UsageError
 from setanon_sql.io.files import writable_target
 from setanon_sql.io.published import Published, published, set_attribute_for_export
 from setanon_sql.names import qi_column
-from setanon_sql.sqlrender import bind_tables, parsed
+from setanon_sql.sqlrender import bind_tables, parsed, with_alias
 
 EXPORT_FORMATS = ("fimi", "csv", "tsv")
 
@@ -41,8 +41,8 @@ def _set_cells(view: Published, attr_no: int, separator: str) -> exp.Select:
     )
     return (
         exp.select(exp.column("record_id", table="i"), joined.as_("v"))
-        .from_(_aliased(view.items[attr_no], "i"))
-        .join(_aliased(view.dicts[attr_no], "d"),
+        .from_(with_alias(view.items[attr_no], "i"))
+        .join(with_alias(view.dicts[attr_no], "d"),
               on=exp.column("item_id", table="d").eq(item_id))
         .group_by(exp.column("record_id", table="i"))
     )
@@ -54,7 +54,7 @@ def _table_query(view: Published, dataset: Dataset) -> tuple[exp.Select, list[st
     Transaction datasets have no named columns: they export as ``position, items``.
     """
     separator = dataset.options.get("item_separator", " ")
-    query = exp.select().from_(_aliased(view.records, "r"))
+    query = exp.select().from_(with_alias(view.records, "r"))
     header: list[str] = []
     for attribute in dataset.attributes:
         if attribute.is_set:
@@ -75,11 +75,6 @@ def _table_query(view: Published, dataset: Dataset) -> tuple[exp.Select, list[st
         header = ["position", "items"]
     return query.order_by(exp.column("position", table="r")), header
 
-
-def _aliased(table: exp.Table, alias: str) -> exp.Table:
-    copy = table.copy()
-    copy.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-    return copy
 
 
 def export_dataset(

@@ -129,7 +129,8 @@ def load_hierarchy(
         )
         _fail_on_rows(
             backend.query("hierarchy_nodes_on_two_levels", tables=bound), str(path),
-            lambda r: f"node {r[0]!r} is at depths {r[1]} and {r[2]} below the root, first on line {r[3]}",
+            lambda r: f"node {r[0]!r} is at depths {r[1]} and {r[2]} below the root, first on "
+                      f"line {r[3]}",
         )
         backend.run(exp.Create(this=labels.copy(), kind="TABLE",
                                expression=_labels_query(backend, dataset, attribute)))

@@ -27,7 +27,8 @@ from setanon_sql.errors import InputError, UsageError
 from setanon_sql.io.files import readable_file
 from setanon_sql.io.items import build_item_attribute
 from setanon_sql.io.replace import drop_existing
-from setanon_sql.names import qi_column, records_table, staging_table
+from setanon_sql.io.stage import column_lines, create_records_table, single_valued_attribute
+from setanon_sql.names import staging_table
 
 
 def _delimiter_for(path: Path, header_line: str, delimiter: str | None) -> str:
@@ -100,28 +101,6 @@ def plan_roles(
     return roles
 
 
-def _column_lines(backend: Backend, stage: exp.Table, column_no: int) -> exp.Table:
-    """A narrow (pos, line) copy of one staged column, so named statements can check it."""
-    lines = backend.table(staging_table("lines"))
-    query = exp.select("pos", exp.column(f"c{column_no}").as_("line")).from_(stage.copy())
-    backend.run(exp.Create(this=lines.copy(), kind="TABLE", expression=query))
-    return lines
-
-
-def _check_ids(backend: Backend, path: Path, lines: exp.Table, id_column: str) -> None:
-    empty = backend.scalar("first_empty_value", tables={"lines": lines})
-    if empty is not None:
-        raise InputError(f"table file {path} line {int(empty) + 1}: the id column "
-                         f"{id_column!r} is empty; every record needs an id")
-    duplicate = backend.query("first_duplicate_value", tables={"lines": lines})
-    if duplicate:
-        value, first, last, count = duplicate[0]
-        raise InputError(
-            f"table file {path}: id {value!r} of column {id_column!r} appears {count} times "
-            f"(lines {int(first) + 1} and {int(last) + 1}); record ids must be unique"
-        )
-
-
 def load_table(
     backend: Backend,
     path: str | os.PathLike[str],
@@ -149,11 +128,14 @@ def load_table(
         if n_records == 0:
             raise InputError(f"table file {source} has a header but no records")
         attributes: list[Attribute] = []
-        record_columns: list[exp.Expression] = [exp.column("pos").as_("record_id"),
-                                                exp.column("pos").as_("position")]
+        record_columns: list[exp.Expression] = []
+
+        def where(pos: int) -> str:
+            return f"table file {source} line {pos + 1}"
+
         for attr_no, (column, role) in enumerate(zip(header, roles, strict=True), start=1):
-            lines = _column_lines(backend, stage, attr_no)
             if role == "set":
+                lines = column_lines(backend, stage, attr_no)
                 tokens = backend.table(staging_table("tokens"))
                 if item_separator == " ":
                     statement, params = "tokens_from_blank_separated", {"spmf": False}
@@ -163,25 +145,13 @@ def load_table(
                 attributes.append(build_item_attribute(backend, dataset_id, attr_no, column,
                                                        tokens))
                 backend.drop_table(tokens)
+                backend.drop_table(lines)
             else:
-                if role == "id":
-                    _check_ids(backend, source, lines, column)
-                integer = bool(backend.scalar("column_is_integer", tables={"lines": lines}))
-                value = exp.column(f"c{attr_no}")
-                if integer:
-                    value = exp.cast(value, exp.DataType.build("BIGINT"))
-                record_columns.append(value.as_(qi_column(attr_no)))
-                n_distinct = int(backend.scalar("count_distinct_values",
-                                                tables={"lines": lines}))
-                attributes.append(Attribute(attr_no, column, role,
-                                            "integer" if integer else "text", n_distinct))
-            backend.drop_table(lines)
-        records = backend.table(records_table(dataset_id))
-        backend.run(exp.Create(
-            this=records, kind="TABLE",
-            expression=exp.select(*record_columns).from_(stage.copy()).order_by("pos"),
-        ))
-        backend.create_access_index(records, ["record_id"])
+                attribute, value = single_valued_attribute(backend, stage, attr_no, column, role,
+                                                           where)
+                attributes.append(attribute)
+                record_columns.append(value)
+        create_records_table(backend, stage, dataset_id, record_columns)
         backend.drop_table(stage)
         options = {"delimiter": sep, "item_separator": item_separator, "id_column": id_column}
         return register_dataset(backend, dataset_id, name, "table", str(source), n_records,

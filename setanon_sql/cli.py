@@ -1,0 +1,376 @@
+"""The ``setanon`` command: parses arguments, calls the API, prints. No logic of its own.
+
+Exit codes: 0 ok, 1 privacy guarantee not met (verify), 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+
+from setanon_sql import __version__, api
+from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
+from setanon_sql.errors import NotFoundError, SetanonError, UsageError
+from setanon_sql.io.table import split_columns
+from setanon_sql.models import describe_models, require_model
+
+_DB_HELP = f"database URL (default: $SETANON_DB, else {DEFAULT_URL})"
+
+
+def _err(message: str) -> None:
+    click.echo(f"setanon: error: {message}", err=True)
+
+
+@contextmanager
+def _status(message: str) -> Iterator[None]:
+    """A spinner with elapsed time on a terminal; silent otherwise (logs, CI)."""
+    if not sys.stderr.isatty():
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message):
+        yield
+
+
+def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --db and --schema, open the database, and pass it as ``db``."""
+
+    @click.option("--schema", default=DEFAULT_SCHEMA, show_default=True,
+                  help="schema of setanon's own tables")
+    @click.option("--db", "url", default=None, help=_DB_HELP)
+    @wraps(func)
+    def wrapper(url: str | None, schema: str, **kwargs: Any) -> Any:
+        with api.open_database(url, schema) as db:
+            return func(db=db, **kwargs)
+
+    return wrapper
+
+
+class _Group(click.Group):
+    """Turn SetanonError into a one-line message and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except SetanonError as error:
+            _err(str(error))
+            ctx.exit(error.exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="setanon")
+def main() -> None:
+    """setanon: anonymize set-valued and complex data inside DuckDB or PostgreSQL.
+
+    \b
+    Example:
+      setanon demo
+      setanon load transactions baskets.dat --name baskets
+      setanon export baskets --format fimi -o out.dat
+    """
+
+
+@main.command()
+@db_options
+def init(db: Backend) -> None:
+    """Create or upgrade setanon's schema (idempotent; other commands do it implicitly).
+
+    \b
+    Example:
+      setanon init --db postgresql://me:secret@localhost:5432/shop
+    """
+    click.echo(f"setanon schema {db.schema!r} is up to date in {db.describe()}")
+
+
+@main.group(cls=_Group)
+def load() -> None:
+    """Load transactions, a table of complex data, or a hierarchy."""
+
+
+@load.command("transactions")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.option("--name", required=True, help="dataset name")
+@click.option("--format", "fmt", default="auto", show_default=True,
+              type=click.Choice(["auto", "fimi", "spmf", "labels"]),
+              help="fimi: integer items; spmf: with -1/-2 separators; labels: any text items")
+@click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
+@db_options
+def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool) -> None:
+    """Load a transaction file: one record per line, items separated by blanks.
+
+    \b
+    Example:
+      setanon load transactions BMS2.dat --name bms2
+    """
+    with _status(f"loading {file} into {db.name}"):
+        dataset = api.load_transactions(db, file, name, fmt, replace)
+    attribute = dataset.set_attributes[0]
+    click.echo(f"loaded {dataset.name}: {dataset.n_records:,} records, "
+               f"{attribute.n_distinct:,} distinct items")
+
+
+@load.command("table")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.option("--name", required=True, help="dataset name")
+@click.option("--id", "id_column", required=True, help="column with the record id")
+@click.option("--set-column", "set_columns", multiple=True, required=True,
+              help="set-valued column (repeat for several)")
+@click.option("--item-separator", default=" ", show_default=True,
+              help="separator of items inside a set-valued cell")
+@click.option("--qi", multiple=True, help="single-valued quasi-identifiers (default: all others)")
+@click.option("--ignore", multiple=True, help="columns kept but not quasi-identifiers")
+@click.option("--delimiter", default=None, help="field delimiter (default: tab for .tsv, else ,)")
+@click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
+@db_options
+def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: tuple[str, ...],
+               item_separator: str, qi: tuple[str, ...], ignore: tuple[str, ...],
+               delimiter: str | None, replace: bool) -> None:
+    """Load CSV/TSV complex data: single-valued quasi-identifiers plus set-valued columns.
+
+    \b
+    Example:
+      setanon load table admissions.tsv --name adm --id hadm_id --set-column icd9_codes
+    """
+    with _status(f"loading {file} into {db.name}"):
+        dataset = api.load_table(db, file, name, id_column, split_columns(set_columns),
+                                 item_separator, split_columns(qi) or None,
+                                 split_columns(ignore), delimiter, replace)
+    click.echo(f"loaded {dataset.name}: {dataset.n_records:,} records; columns: "
+               + ", ".join(f"{a.name} ({a.role})" for a in dataset.attributes))
+
+
+@load.command("hierarchy")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.option("--name", required=True, help="dataset the hierarchy belongs to")
+@click.option("--column", default=None, help="column it generalizes (default: the set column)")
+@click.option("--separator", default=";", show_default=True, help="separator of a line's labels")
+@click.option("--replace", is_flag=True, help="replace the column's existing hierarchy")
+@db_options
+def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separator: str,
+                   replace: bool) -> None:
+    """Load an ARX-style hierarchy: lines 'leaf;parent;...;root'.
+
+    \b
+    Example:
+      setanon load hierarchy hierarchy_BMS2.txt --name bms2
+    """
+    dataset = api.get_dataset(db, name)
+    hierarchy = api.load_hierarchy(db, file, dataset, column, separator, replace)
+    click.echo(f"loaded hierarchy {hierarchy.name}: {hierarchy.n_leaves:,} leaves, "
+               f"height {hierarchy.height}")
+
+
+@main.command()
+@click.option("--name", required=True, help="dataset name")
+@click.option("--table", required=True, help="SCHEMA.TABLE of (record, item) rows")
+@click.option("--record-column", required=True)
+@click.option("--item-column", required=True)
+@click.option("--records-table", default=None,
+              help="SCHEMA.TABLE with one row per record and its single-valued columns")
+@click.option("--qi", multiple=True, help="columns of --records-table that are QIs (default all)")
+@click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
+@db_options
+def attach(db: Backend, name: str, table: str, record_column: str, item_column: str,
+           records_table: str | None, qi: tuple[str, ...], replace: bool) -> None:
+    """Register record-item tables that already exist in the database (nothing leaves it).
+
+    \b
+    Example:
+      setanon attach --name shop --table public.purchases --record-column customer_id \\
+          --item-column product_id --db postgresql://me@localhost/shop
+    """
+    with _status(f"attaching {table}"):
+        dataset = api.attach(db, name, table, record_column, item_column, records_table,
+                             split_columns(qi) or None, replace)
+    click.echo(f"attached {dataset.name}: {dataset.n_records:,} records, "
+               f"{dataset.set_attributes[0].n_distinct:,} distinct items")
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("name")
+@click.option("--model", required=True, help="km | rho | prho | kanon | swap")
+@click.option("--seed", type=int, default=None, help="makes the run reproducible")
+@db_options
+def anonymize(db: Backend, name: str, model: str, seed: int | None) -> None:
+    """Anonymize a dataset with a privacy model; prints the run id.
+
+    \b
+    Example:
+      setanon anonymize bms2 --model km --k 5 --m 2 --seed 1
+    """
+    api.get_dataset(db, name)
+    require_model(model)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--run", "run", default="latest", show_default=True, help="run id or 'latest'")
+@db_options
+def verify(db: Backend, name: str, run: str) -> None:
+    """Check a run's output against its privacy guarantee (exit code 1 if it is not met).
+
+    \b
+    Example:
+      setanon verify bms2 --run latest
+    """
+    dataset = api.get_dataset(db, name)
+    found = api.get_run(db, dataset, run)
+    require_model(found.model)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--run", "run", default=None, help="run id or 'latest' (default: data as loaded)")
+@click.option("--format", "fmt", default="text", type=click.Choice(["text", "json"]),
+              show_default=True)
+@click.option("-o", "--output", default=None, help="write to this file instead of the terminal")
+@db_options
+def report(db: Backend, name: str, run: str | None, fmt: str, output: str | None) -> None:
+    """Summarize a dataset, or a run of it: sizes, record lengths, columns.
+
+    \b
+    Example:
+      setanon report bms2 --format json -o bms2.json
+    """
+    dataset = api.get_dataset(db, name)
+    found = api.get_run(db, dataset, run) if run else None
+    summary = api.dataset_summary(db, dataset, found)
+    from setanon_sql.summary import format_summary
+
+    text = json.dumps(summary, indent=2, default=str) if fmt == "json" else format_summary(summary)
+    if output:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--run", "run", default=None, help="run id or 'latest' (default: data as loaded)")
+@click.option("--format", "fmt", default="fimi", type=click.Choice(["fimi", "csv", "tsv"]),
+              show_default=True)
+@click.option("-o", "--output", required=True, help="output file")
+@click.option("--column", default=None, help="set-valued column to write as FIMI")
+@click.option("--mapping", default=None, help="also write item<TAB>label of a generalization")
+@db_options
+def export(db: Backend, name: str, run: str | None, fmt: str, output: str, column: str | None,
+           mapping: str | None) -> None:
+    """Export a dataset (as loaded, or as published by a run) to FIMI, CSV or TSV.
+
+    \b
+    Example:
+      setanon export bms2 --run latest --format fimi -o bms2_anon.dat
+    """
+    dataset = api.get_dataset(db, name)
+    found = api.get_run(db, dataset, run) if run else None
+    with _status(f"exporting {name}"):
+        target = api.export_dataset(db, dataset, output, fmt, found, column, mapping)
+    click.echo(f"wrote {target}")
+
+
+@main.command()
+@click.argument("name", required=False)
+@click.option("--cleanup", is_flag=True,
+              help="mark runs interrupted by a crash as failed and drop their tables")
+@db_options
+def runs(db: Backend, name: str | None, cleanup: bool) -> None:
+    """List runs (of one dataset, or all); --cleanup removes what killed runs left.
+
+    \b
+    Example:
+      setanon runs bms2
+    """
+    if name:
+        api.get_dataset(db, name)
+    if cleanup:
+        cleaned = api.cleanup_runs(db)
+        click.echo(f"cleaned up {len(cleaned)} interrupted run(s): {cleaned}")
+    rows = api.list_runs(db, name)
+    if not rows:
+        click.echo("no runs yet")
+    for row in rows:
+        seconds = f"{row['seconds']:.1f}s" if row["seconds"] is not None else "-"
+        click.echo(f"{row['run_id']:>5}  {row['dataset']:<20} {row['model']:<6} "
+                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}")
+
+
+@main.command()
+@db_options
+def datasets(db: Backend) -> None:
+    """List the datasets in the database.
+
+    \b
+    Example:
+      setanon datasets --db duckdb:///claims.duckdb
+    """
+    rows = db.query("dataset_list", tables=db.catalog_tables("datasets"))
+    if not rows:
+        click.echo("no datasets yet; load one with 'setanon load transactions FILE --name NAME'")
+    for dataset_id, name, kind, source, n_records in rows:
+        click.echo(f"{dataset_id:>4}  {name:<20} {kind:<12} {n_records:>12,}  {source}")
+
+
+@main.command()
+@click.argument("name")
+@db_options
+def drop(db: Backend, name: str) -> None:
+    """Remove a dataset, its runs and its tables from setanon's schema (not the user's tables).
+
+    \b
+    Example:
+      setanon drop bms2
+    """
+    api.drop_dataset(db, api.get_dataset(db, name))
+    click.echo(f"dropped {name}")
+
+
+@main.command()
+@click.argument("run_id", type=int)
+@db_options
+def undo(db: Backend, run_id: int) -> None:
+    """Restore the rows an in-place run changed in the user's tables.
+
+    \b
+    Example:
+      setanon undo 7
+    """
+    if db.scalar("run_by_id_any_dataset", {"run_id": run_id},
+                 db.catalog_tables("runs", "datasets")) is None:
+        raise NotFoundError(f"there is no run {run_id}; 'setanon runs' lists the runs")
+    raise UsageError(f"run {run_id} changed no user table in place (in-place runs are not "
+                     "available in this version), so there is nothing to undo")
+
+
+@main.command()
+@click.option("--workdir", default="setanon-demo", show_default=True,
+              help="directory for the demo's exports")
+@click.option("--db", "url", default=None, help=f"{_DB_HELP}; the demo defaults to "
+              "duckdb:///setanon-demo.duckdb")
+@click.option("--schema", default=DEFAULT_SCHEMA, show_default=True)
+def demo(workdir: str, url: str | None, schema: str) -> None:
+    """Run the main job on the demo data the package ships (DuckDB file by default).
+
+    \b
+    Example:
+      setanon demo
+      setanon demo --db postgresql://setanon:setanon@127.0.0.1:5432/setanon
+    """
+    from setanon_sql.demo import run_demo
+
+    with api.open_database(url or "duckdb:///setanon-demo.duckdb", schema) as db:
+        run_demo(db, Path(workdir), click.echo)
+
+
+@main.command("models")
+def models_command() -> None:
+    """List the privacy models and which are available."""
+    click.echo(describe_models())

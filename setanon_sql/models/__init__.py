@@ -1,0 +1,56 @@
+"""The privacy models ``setanon anonymize --model`` knows, and which of them are implemented.
+
+Each model issue adds its implementation here; until then, asking for a model says which exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from setanon_sql.errors import UsageError
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    title: str
+    paper: str
+    implemented: bool = False
+
+
+MODELS: dict[str, ModelInfo] = {
+    info.name: info
+    for info in (
+        ModelInfo("km", "k^m-anonymity and sigma-k^m-anonymity by generalization",
+                  "Acs et al."),
+        ModelInfo("rho", "rho-uncertainty by partial suppression", "Jia et al."),
+        ModelInfo("prho", "personalized rho-uncertainty (rho^m, (eps, delta)-rho^m)",
+                  "Nakagawa et al."),
+        ModelInfo("kanon", "k-anonymity of complex data by top-down specialization", "NEC"),
+        ModelInfo("swap", "hiding personal tendency by similarity-based swapping",
+                  "Gunawan & Mambo"),
+    )
+}
+
+
+def describe_models() -> str:
+    """One line per model: its name, what it does and whether it is available yet."""
+    return "\n".join(
+        f"  {m.name:<6} {m.title} ({m.paper}){'' if m.implemented else ' - not yet available'}"
+        for m in MODELS.values()
+    )
+
+
+def require_model(name: str) -> ModelInfo:
+    """The model called ``name`` if it is implemented, else a UsageError listing the models."""
+    info = MODELS.get(name)
+    if info is None:
+        raise UsageError(f"--model {name!r} is unknown; the models are:\n{describe_models()}")
+    if not info.implemented:
+        available = [m.name for m in MODELS.values() if m.implemented]
+        raise UsageError(
+            f"--model {name} ({info.title}) is not implemented yet in this version; "
+            f"implemented models: {', '.join(available) or 'none yet'}. All models:\n"
+            f"{describe_models()}"
+        )
+    return info
