@@ -17,7 +17,8 @@ from typing import Any
 
 from setanon_sql.attach import attach
 from setanon_sql.backends import DEFAULT_SCHEMA, Backend, connect
-from setanon_sql.catalog import Dataset, Run, get_dataset, get_run
+from setanon_sql.catalog import Dataset, Run, find_dataset, get_dataset, get_run
+from setanon_sql.errors import InputError, NotFoundError, SetanonError, UsageError
 from setanon_sql.io.export import export_dataset
 from setanon_sql.io.hierarchy import load_hierarchy
 from setanon_sql.io.replace import drop_dataset
@@ -29,9 +30,25 @@ from setanon_sql.runs import cleanup_runs, list_runs
 from setanon_sql.summary import dataset_summary
 
 __all__ = [
-    "Dataset", "Run", "attach", "cleanup_runs", "dataset_summary", "demo_file", "drop_dataset",
-    "export_dataset", "get_dataset", "get_run", "list_runs", "load_hierarchy", "load_table",
-    "load_transactions", "open_database",
+    "Dataset",
+    "InputError",
+    "NotFoundError",
+    "Run",
+    "SetanonError",
+    "UsageError",
+    "attach",
+    "cleanup_runs",
+    "dataset_summary",
+    "demo_file",
+    "drop_dataset",
+    "export_dataset", "find_dataset",
+    "get_dataset",
+    "get_run",
+    "list_runs",
+    "load_hierarchy",
+    "load_table",
+    "load_transactions",
+    "open_database",
 ]
 
 _DEMO_FILES = {

@@ -30,11 +30,6 @@ WHERE parent IS NOT NULL
 GROUP BY node HAVING count(DISTINCT parent) > 1
 ORDER BY min(pos) LIMIT 5
 
--- name: hierarchy_nodes_on_two_levels
-SELECT node, min(depth), max(depth), min(pos) FROM edges
-GROUP BY node HAVING count(DISTINCT depth) > 1
-ORDER BY min(pos) LIMIT 5
-
 -- name: hierarchy_missing_labels
 -- Labels of the data that are no leaf of the hierarchy (first few, and how many).
 SELECT label, count(*) OVER () FROM labels
@@ -48,3 +43,6 @@ FROM edges GROUP BY node
 
 -- name: hierarchy_shape
 SELECT count(DISTINCT leaf), max(depth) FROM edges
+
+-- name: hierarchy_nodes_of
+SELECT node, parent, depth, n_leaves FROM hierarchy_nodes WHERE hierarchy_id = :hierarchy_id

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Rows
-from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
+from setanon_sql.errors import (
+    ConnectionFailedError,
+    InputError,
+    PermissionDeniedError,
+    SetanonError,
+)
 
 
 def _literal(value: str) -> str:
@@ -56,10 +62,19 @@ class DuckDBBackend(Backend):
     def _rollback(self) -> None:
         self._con.rollback()
 
+    def _read_file(self, path: Path, sql: str, params: dict[str, Any]) -> None:
+        """Run a statement that reads ``path``; a read error names the file."""
+        try:
+            self._con.execute(sql, params)
+        except duckdb.Error as error:
+            reason = str(error).strip().splitlines()[0]
+            raise InputError(f"{path}: DuckDB could not read it: {reason}") from None
+
     def load_lines(self, path: Path, target: exp.Table) -> int:
         # read_text + string_split keeps exact line numbers (the CSV reader would count a stray
         # '\r' as a line break). A final newline does not start another record.
-        self.execute(
+        self._read_file(
+            path,
             f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
             "WITH f AS (SELECT string_split(content, chr(10)) AS lines, "
             "  ends_with(content, chr(10)) AS has_final_newline FROM read_text($path)) "
@@ -76,7 +91,8 @@ class DuckDBBackend(Backend):
     ) -> int:
         names = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(1, n_columns + 1))
         quote = '"' if quoted else ""
-        self.execute(
+        self._read_file(
+            path,
             f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
             "SELECT CAST(row_number() OVER () AS BIGINT) AS pos, * FROM read_csv($path, "
             f"columns={{{names}}}, header=true, auto_detect=false, delim=$delim, "

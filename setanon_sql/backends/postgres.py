@@ -9,7 +9,12 @@ from pathlib import Path
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Rows
-from setanon_sql.errors import ConnectionFailedError, PermissionDeniedError, SetanonError
+from setanon_sql.errors import (
+    ConnectionFailedError,
+    InputError,
+    PermissionDeniedError,
+    SetanonError,
+)
 
 _COPY_CHUNK = 1 << 20
 # COPY's csv options need one-byte characters; these control bytes stand in for "no quoting".
@@ -75,24 +80,41 @@ class PostgresBackend(Backend):
     def _rollback(self) -> None:
         self._con.execute("ROLLBACK")
 
-    def _copy_in(self, copy_sql: str, path: Path) -> None:
-        with self._con.cursor() as cursor, cursor.copy(copy_sql) as copy, path.open("rb") as f:
-            while chunk := f.read(_COPY_CHUNK):
-                copy.write(chunk)
+    def _copy_in(self, copy_sql: str, path: Path, text_format: bool = False) -> None:
+        """Stream ``path`` into COPY FROM STDIN in 1 MiB chunks.
+
+        For the text format, backslashes are escaped and CR LF line ends become LF, so every
+        line arrives verbatim whatever bytes it holds.
+        """
+        pending = b""
+        try:
+            with (self._con.cursor() as cursor, cursor.copy(copy_sql) as copy,
+                  path.open("rb") as f):
+                while chunk := f.read(_COPY_CHUNK):
+                    if text_format:
+                        chunk = pending + chunk
+                        pending = b"\r" if chunk.endswith(b"\r") else b""
+                        chunk = chunk[: len(chunk) - len(pending)]
+                        chunk = (chunk.replace(b"\\", b"\\\\").replace(b"\r\n", b"\n")
+                                 .replace(b"\r", b"\\r"))
+                    copy.write(chunk)
+        except self._psycopg.Error as error:
+            diag = error.diag
+            where = f" ({diag.context.strip()})" if diag.context else ""
+            raise InputError(f"{path}: PostgreSQL could not read it: "
+                             f"{diag.message_primary or error}{where}") from None
 
     def load_lines(self, path: Path, target: exp.Table) -> int:
         name = target.sql(dialect="postgres")
         self.execute(
             f"CREATE TABLE {name} (pos BIGINT GENERATED ALWAYS AS IDENTITY, line TEXT)"
         )
-        # CSV format with control bytes as delimiter and quote: every line arrives verbatim.
+        # Text format with a delimiter byte that cannot occur: one line, one value.
         self._copy_in(
-            f"COPY {name} (line) FROM STDIN WITH (FORMAT csv, "
-            f"DELIMITER {_literal(_NO_DELIMITER)}, QUOTE {_literal(_NO_QUOTE)})",
-            path,
+            f"COPY {name} (line) FROM STDIN WITH (FORMAT text, "
+            f"DELIMITER {_literal(_NO_DELIMITER)})",
+            path, text_format=True,
         )
-        self.execute(f"UPDATE {name} SET line = rtrim(line, chr(13)) "
-                     "WHERE right(line, 1) = chr(13)")
         return int(self.execute(f"SELECT count(*) FROM {name}", fetch=True)[0][0])
 
     def load_delimited(

@@ -1,7 +1,7 @@
 """Load an ARX-style hierarchy (``leaf;level1;...;root``) for one attribute of a dataset.
 
-Validated in SQL before anything is stored: one root, one parent per node, a node on one level,
-and every value of the data is a leaf. A hierarchy is named ``<dataset>:<column>``.
+Validated in SQL before anything is stored: one root and one parent per node (so every node has
+one depth), and every value of the data is a leaf. A hierarchy is named ``<dataset>:<column>``.
 """
 
 from __future__ import annotations
@@ -126,11 +126,6 @@ def load_hierarchy(
             backend.query("hierarchy_nodes_with_two_parents", tables=bound), str(path),
             lambda r: f"node {r[0]!r} has two parents ({r[1]!r} and {r[2]!r}), first on line "
                       f"{r[3]}",
-        )
-        _fail_on_rows(
-            backend.query("hierarchy_nodes_on_two_levels", tables=bound), str(path),
-            lambda r: f"node {r[0]!r} is at depths {r[1]} and {r[2]} below the root, first on "
-                      f"line {r[3]}",
         )
         backend.run(exp.Create(this=labels.copy(), kind="TABLE",
                                expression=_labels_query(backend, dataset, attribute)))

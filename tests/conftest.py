@@ -1,0 +1,116 @@
+"""Fixtures shared by every test: one suite, run against every backend.
+
+``db`` is an open backend with a fresh setanon schema (DuckDB in memory, or a fresh schema in a
+PostgreSQL server); ``db_url`` is a URL plus schema for tests that go through the CLI. PostgreSQL
+comes from ``$SETANON_TEST_PG_URL``, a testcontainers container, or the local server binaries
+(see tests/support/pg_server.py). Without one, postgres tests skip, except under CI=true, where
+they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from setanon_sql.api import open_database
+from setanon_sql.backends.base import Backend
+from tests.support.pg_server import postgres_url
+
+SHARED_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+
+BACKENDS = [
+    pytest.param("duckdb", marks=pytest.mark.duckdb),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str | None]:
+    with postgres_url() as url:
+        yield url
+
+
+@dataclass(frozen=True)
+class DbUrl:
+    """Where a CLI test's database is: pass ``args`` to every setanon command."""
+
+    url: str
+    schema: str
+
+    @property
+    def args(self) -> list[str]:
+        return ["--db", self.url, "--schema", self.schema]
+
+
+def _require_pg(url: str | None) -> str:
+    if url is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no PostgreSQL server could be found or started")
+        pytest.skip("no PostgreSQL available (set SETANON_TEST_PG_URL or install postgresql)")
+    return url
+
+
+def _drop_schemas(url: str, schemas: list[str]) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        for schema in schemas:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def user_schema() -> str:
+    """A fresh name for a schema of 'user' tables (attach, in-place tests)."""
+    return f"u_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def db(backend_name: str, request: pytest.FixtureRequest, user_schema: str) -> Iterator[Backend]:
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    if backend_name == "duckdb":
+        backend = open_database("duckdb:///:memory:", schema)
+        yield backend
+        backend.close()
+        return
+    url = _require_pg(request.getfixturevalue("pg_server_url"))
+    backend = open_database(url, schema)
+    try:
+        yield backend
+    finally:
+        backend.close()
+        _drop_schemas(url, [schema, user_schema])
+
+
+@pytest.fixture
+def db_url(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DbUrl]:
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    if backend_name == "duckdb":
+        yield DbUrl(f"duckdb:///{tmp_path / 'cli.duckdb'}", schema)
+        return
+    url = _require_pg(request.getfixturevalue("pg_server_url"))
+    yield DbUrl(url, schema)
+    _drop_schemas(url, [schema])
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The public datasets beside the repository (../shared/data)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+    return SHARED_DATA
+
+
+def write(path: Path, text: str) -> Path:
+    """Write ``text`` exactly (no newline translation) and return the path."""
+    path.write_bytes(text.encode("utf-8"))
+    return path

@@ -1,0 +1,85 @@
+"""The setanon command end to end: the tour of the README, exit codes and help texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from setanon_sql.cli import main
+from tests.conftest import DbUrl, write
+
+COMMANDS = [["init"], ["load", "transactions"], ["load", "table"], ["load", "hierarchy"],
+            ["attach"], ["anonymize"], ["verify"], ["report"], ["export"], ["runs"], ["undo"],
+            ["demo"], ["datasets"], ["drop"]]
+
+
+def setanon(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help_with_example(command: list[str]) -> None:
+    code, out = setanon(*command, "--help")
+    assert code == 0
+    assert "Example:" in out or command == ["load"]
+
+
+def test_tour(db_url: DbUrl, tmp_path: Path) -> None:
+    data = write(tmp_path / "b.dat", "1 2 3\n\n2 3\n4\n")
+    code, out = setanon("load", "transactions", str(data), "--name", "b", *db_url.args)
+    assert (code, out.strip()) == (0, "loaded b: 4 records, 4 distinct items")
+    code, out = setanon("report", "b", *db_url.args)
+    assert code == 0 and "record length avg 1.50 max 3" in out
+    code, out = setanon("export", "b", "-o", str(tmp_path / "o.dat"), *db_url.args)
+    assert code == 0 and (tmp_path / "o.dat").read_text() == "1 2 3\n\n2 3\n4\n"
+    code, out = setanon("runs", *db_url.args)
+    assert (code, out.strip()) == (0, "no runs yet")
+    code, out = setanon("datasets", *db_url.args)
+    assert code == 0 and " b " in out
+    code, out = setanon("drop", "b", *db_url.args)
+    assert code == 0
+
+
+def test_demo(db_url: DbUrl, tmp_path: Path) -> None:
+    code, out = setanon("demo", "--workdir", str(tmp_path / "demo"), *db_url.args)
+    assert code == 0, out
+    assert out.count("identical to the shipped input") == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["report", "nope"], "no dataset named 'nope'"),
+    (["export", "nope", "-o", "x.dat"], "no dataset named 'nope'"),
+    (["undo", "3"], "there is no run 3"),
+])
+def test_errors_are_one_line_with_exit_code_2(db_url: DbUrl, args: list[str],
+                                              message: str) -> None:
+    code, out = setanon(*args, *db_url.args)
+    assert code == 2
+    assert message in out
+    assert "Traceback" not in out
+
+
+def test_anonymize_says_which_models_exist(db_url: DbUrl, tmp_path: Path) -> None:
+    setanon("load", "transactions", str(write(tmp_path / "b.dat", "1\n")), "--name", "b",
+            *db_url.args)
+    code, out = setanon("anonymize", "b", "--model", "nope", *db_url.args)
+    assert code == 2 and "--model 'nope' is unknown" in out and "kanon" in out
+
+
+def test_unreachable_database_is_a_clear_error() -> None:
+    code, out = setanon("datasets", "--db", "postgresql://nobody@127.0.0.1:1/none")
+    assert code == 2
+    assert "cannot connect to postgresql://nobody@127.0.0.1:1/none" in out
+
+
+def test_bad_url_scheme() -> None:
+    code, out = setanon("datasets", "--db", "mysql://x/y")
+    assert code == 2 and "scheme 'mysql' is not supported" in out
+
+
+def test_bad_schema_name(tmp_path: Path) -> None:
+    code, out = setanon("datasets", "--db", f"duckdb:///{tmp_path}/x.duckdb", "--schema", "a;b")
+    assert code == 2 and "--schema 'a;b' is not a plain schema name" in out

@@ -1,0 +1,1 @@
+SELECT CAST(ROW_NUMBER() OVER (ORDER BY label) AS INT) AS item_id, label FROM (SELECT DISTINCT label FROM "setanon"."tok") AS labels

@@ -1,0 +1,1 @@
+/* One line per input record in input order; an emptied or deleted record is an empty line. */ SELECT LISTAGG(d.label, ' ' ORDER BY i.item_id) AS line FROM "setanon"."d1_records" AS r LEFT JOIN "setanon"."d1_items_1" AS i ON i.record_id = r.record_id LEFT JOIN "setanon"."d1_dict_1" AS d ON d.item_id = i.item_id GROUP BY r.position ORDER BY r.position

@@ -1,0 +1,39 @@
+"""Database URLs: every accepted form, and clear errors for the rest."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy
+
+from setanon_sql.backends import DEFAULT_URL, connect, resolve_url
+from setanon_sql.errors import ConnectionFailedError, UsageError
+
+
+def test_url_falls_back_to_environment_then_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SETANON_DB", raising=False)
+    assert resolve_url(None) == DEFAULT_URL
+    monkeypatch.setenv("SETANON_DB", "duckdb:///:memory:")
+    assert resolve_url(None) == "duckdb:///:memory:"
+    assert resolve_url("duckdb:///x.duckdb") == "duckdb:///x.duckdb"
+
+
+def test_duckdb_memory_and_sqlalchemy_forms(tmp_path) -> None:
+    with connect("duckdb:///:memory:") as backend:
+        assert backend.path == ":memory:"
+    url = sqlalchemy.engine.make_url(f"duckdb:///{tmp_path}/a.duckdb")
+    with connect(url) as backend:
+        assert backend.path == f"{tmp_path}/a.duckdb"
+
+
+def test_unknown_scheme_and_missing_scheme() -> None:
+    with pytest.raises(ConnectionFailedError, match="scheme 'sqlite' is not supported"):
+        connect("sqlite:///x.db")
+    with pytest.raises(UsageError, match="has no scheme"):
+        connect("just-a-file.duckdb")
+
+
+def test_postgres_password_is_hidden_in_errors() -> None:
+    with pytest.raises(ConnectionFailedError) as info:
+        connect("postgresql://me:secret@127.0.0.1:1/db")
+    assert "secret" not in str(info.value)
+    assert "postgresql://me:***@127.0.0.1:1/db" in str(info.value)
