@@ -12,6 +12,7 @@ Every function takes an open :class:`~setanon_sql.backends.base.Backend` (from
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,10 @@ from setanon_sql.io.replace import drop_dataset
 from setanon_sql.io.table import load_table
 from setanon_sql.io.transactions import load_transactions
 from setanon_sql.migrations import migrate
+from setanon_sql.models import require_model
+from setanon_sql.models.base import Model, Verification
 from setanon_sql.resources import demo_data_dir
-from setanon_sql.runs import cleanup_runs, list_runs
+from setanon_sql.runs import cleanup_runs, list_runs, recorded_run
 from setanon_sql.summary import dataset_summary
 
 __all__ = [
@@ -67,6 +70,26 @@ def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
         backend.close()
         raise
     return backend
+
+
+def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str, Any],
+              seed: int | None = None) -> int:
+    """Run ``model`` on ``dataset`` as a recorded run; returns the run id.
+
+    Without a seed, a random one is drawn and recorded, so every run can be repeated.
+    """
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    with recorded_run(backend, dataset, model.name, params, seed) as context:
+        model.anonymize(backend, dataset, params, context)
+    return context.run_id
+
+
+def verify(backend: Backend, dataset: Dataset, run: Run) -> Verification:
+    """Re-check a finished run against its model's guarantee, from the DBMS."""
+    if run.status != "done":
+        raise UsageError(f"run {run.run_id} is {run.status}, not done: there is nothing to verify")
+    return require_model(run.model).verify(backend, dataset, run)
 
 
 def demo_file(name: str) -> Path:

@@ -108,8 +108,7 @@ def attach(
         columns = [exp.cast(order, exp.DataType.build("BIGINT")).as_("pos")]
         columns += [_as_text(exp.column(c, table="t", quoted=True)).as_(f"c{i}")
                     for i, c in enumerate(header, start=1)]
-        backend.run(exp.Create(this=stage.copy(), kind="TABLE",
-                               expression=exp.select(*columns).from_(source)))
+        backend.materialize(stage, exp.select(*columns).from_(source))
         n_records = int(backend.scalar("count_rows", tables={"t": stage}))
         if n_records == 0:
             raise InputError(f"table {table} has no records to attach")
@@ -136,7 +135,7 @@ def attach(
             .join(with_alias(stage, "s"),
                   on=stage_alias.eq(_as_text(record)), join_type="left")
         )
-        backend.run(exp.Create(this=tokens.copy(), kind="TABLE", expression=token_query))
+        backend.materialize(tokens, token_query)
         orphans = backend.scalar(exp.select(exp.func("count", exp.Star())).from_(tokens.copy())
                                  .where(exp.column("record_id").is_(exp.null())))
         if orphans:

@@ -17,7 +17,7 @@ import click
 
 from setanon_sql import __version__, api
 from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
-from setanon_sql.errors import NotFoundError, SetanonError, UsageError
+from setanon_sql.errors import GuaranteeNotMetError, NotFoundError, SetanonError, UsageError
 from setanon_sql.io.table import split_columns
 from setanon_sql.models import describe_models, require_model
 
@@ -196,18 +196,37 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("name")
-@click.option("--model", required=True, help="km | rho | prho | kanon | swap")
-@click.option("--seed", type=int, default=None, help="makes the run reproducible")
+@click.option("--model", required=True, help="km | rho | prho | kanon | swap (see setanon models)")
+@click.option("--seed", type=int, default=None,
+              help="makes the run reproducible (default: a random seed, recorded with the run)")
 @db_options
-def anonymize(db: Backend, name: str, model: str, seed: int | None) -> None:
+@click.pass_context
+def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None) -> None:
     """Anonymize a dataset with a privacy model; prints the run id.
+
+    The model's own options follow --model; 'setanon models' lists them.
 
     \b
     Example:
       setanon anonymize bms2 --model km --k 5 --m 2 --seed 1
     """
-    api.get_dataset(db, name)
-    require_model(model)
+    dataset = api.get_dataset(db, name)
+    chosen = require_model(model)
+    params = _model_params(chosen, ctx.args)
+    with _status(f"anonymizing {name} with {model}"):
+        run_id = api.anonymize(db, dataset, chosen, params, seed)
+    click.echo(run_id)
+
+
+def _model_params(model: Any, args: list[str]) -> dict[str, Any]:
+    """Parse the model's options out of the arguments ``anonymize`` did not know."""
+    command = click.Command(f"anonymize --model {model.name}", params=list(model.options))
+    try:
+        with command.make_context(command.name, list(args)) as context:
+            return dict(context.params)
+    except click.UsageError as error:
+        raise UsageError(f"{error.format_message()} (options of --model {model.name}: "
+                         f"{', '.join(o.opts[0] for o in model.options) or 'none'})") from None
 
 
 @main.command()
@@ -223,7 +242,13 @@ def verify(db: Backend, name: str, run: str) -> None:
     """
     dataset = api.get_dataset(db, name)
     found = api.get_run(db, dataset, run)
-    require_model(found.model)
+    result = api.verify(db, dataset, found)
+    click.echo(f"run {found.run_id} ({found.model}): "
+               f"{'guarantee met' if result.ok else 'GUARANTEE NOT MET'}; checked {result.covered}")
+    for key, value in result.details.items():
+        click.echo(f"  {key}: {value}")
+    if not result.ok:
+        raise GuaranteeNotMetError(f"run {found.run_id} does not meet its guarantee")
 
 
 @main.command()
@@ -372,5 +397,18 @@ def demo(workdir: str, url: str | None, schema: str) -> None:
 
 @main.command("models")
 def models_command() -> None:
-    """List the privacy models and which are available."""
+    """List the privacy models, which are available, and their options.
+
+    \b
+    Example:
+      setanon models
+    """
+    from setanon_sql.models import MODELS
+
     click.echo(describe_models())
+    for info in MODELS.values():
+        if info.implemented:
+            model = require_model(info.name)
+            click.echo(f"\noptions of --model {info.name}:")
+            for option in model.options:
+                click.echo(f"  {', '.join(option.opts):<24} {option.help or ''}")

@@ -4,9 +4,11 @@
 
 -- name: export_fimi_lines
 -- One line per input record in input order; an emptied or deleted record is an empty line.
+-- records: every record of the dataset; published: the records a run kept.
 SELECT string_agg(d.label, ' ' ORDER BY i.item_id) AS line
 FROM records AS r
-LEFT JOIN items AS i ON i.record_id = r.record_id
+LEFT JOIN published AS p ON p.record_id = r.record_id
+LEFT JOIN items AS i ON i.record_id = p.record_id
 LEFT JOIN dict AS d ON d.item_id = i.item_id
 GROUP BY r.position
 ORDER BY r.position

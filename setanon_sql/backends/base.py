@@ -73,6 +73,24 @@ class Backend(ABC):
         rows = self.query(statement, params, tables)
         return rows[0][0] if rows else None
 
+    def materialize(
+        self,
+        target: exp.Table,
+        query: Statement,
+        params: Params = None,
+        tables: TableBinding | None = None,
+    ) -> None:
+        """``CREATE TABLE target AS query`` and refresh the planner's statistics.
+
+        The step every algorithm is made of: a new table from old ones. ``query`` is a named
+        SELECT statement or a sqlglot expression.
+        """
+        tree = sqlrender.parsed(query) if isinstance(query, str) else query
+        if tables:
+            tree = sqlrender.bind_tables(tree, tables)
+        self.run(exp.Create(this=target.copy(), kind="TABLE", expression=tree), params)
+        self.analyze(target)
+
     def drop_table(self, table: exp.Table) -> None:
         """Drop ``table`` if it exists."""
         self.run(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
@@ -176,6 +194,13 @@ class Backend(ABC):
 
     def create_access_index(self, table: exp.Table, columns: Sequence[str]) -> None:  # noqa: B027
         """Index ``table`` on ``columns`` where the engine profits from it (a no-op by default)."""
+
+    def analyze(self, table: exp.Table) -> None:  # noqa: B027
+        """Refresh the planner's statistics of a table just built (a no-op where automatic).
+
+        PostgreSQL plans joins over a table created by CREATE TABLE AS without statistics
+        badly (nested loops over millions of rows) until it is analyzed.
+        """
 
     @abstractmethod
     def close(self) -> None:

@@ -159,5 +159,8 @@ class PostgresBackend(Backend):
             f"ON {table.sql(dialect='postgres')} ({cols})"
         )
 
+    def analyze(self, table: exp.Table) -> None:
+        self.execute(f"ANALYZE {table.sql(dialect='postgres')}")
+
     def close(self) -> None:
         self._con.close()

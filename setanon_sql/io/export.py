@@ -26,7 +26,7 @@ EXPORT_FORMATS = ("fimi", "csv", "tsv")
 def _fimi_query(backend: Backend, view: Published, attr_no: int) -> exp.Select:
     # Rows come from the dataset's own records table, so a record a run deleted stays an empty
     # line and the output aligns with the input.
-    tables = {"records": backend.table(view.dataset.records_table),
+    tables = {"records": backend.table(view.dataset.records_table), "published": view.records,
               "items": view.items[attr_no], "dict": view.dicts[attr_no]}
     return bind_tables(parsed("export_fimi_lines"), tables)
 

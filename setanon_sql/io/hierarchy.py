@@ -127,8 +127,7 @@ def load_hierarchy(
             lambda r: f"node {r[0]!r} has two parents ({r[1]!r} and {r[2]!r}), first on line "
                       f"{r[3]}",
         )
-        backend.run(exp.Create(this=labels.copy(), kind="TABLE",
-                               expression=_labels_query(backend, dataset, attribute)))
+        backend.materialize(labels, _labels_query(backend, dataset, attribute))
         missing = backend.query("hierarchy_missing_labels",
                                 tables={"edges": edges, "labels": labels})
         if missing:

@@ -40,12 +40,12 @@ def build_item_attribute(
     """
     numeric = bool(backend.scalar("labels_are_integers", tables={"tokens": tokens}))
     dictionary = backend.table(dict_table(dataset_id, attr_no))
-    backend.run(exp.Create(this=dictionary.copy(), kind="TABLE",
-                           expression=build_dictionary_query(backend, tokens, numeric)))
+    backend.materialize(dictionary, build_dictionary_query(backend, tokens, numeric))
     items = backend.table(items_table(dataset_id, attr_no))
     backend.run("items_from_tokens", tables={"items": items, "tokens": tokens, "dict": dictionary})
     backend.create_access_index(items, ["item_id", "record_id"])
     backend.create_access_index(items, ["record_id", "item_id"])
     backend.create_access_index(dictionary, ["label"])
+    backend.analyze(items)
     n_distinct = int(backend.scalar("count_rows", tables={"t": dictionary}))
     return Attribute(attr_no, name, "set", "items", n_distinct)

@@ -21,7 +21,7 @@ def column_lines(backend: Backend, stage: exp.Table, column_no: int) -> exp.Tabl
     """A narrow (pos, line) copy of one staged column, so named statements can check it."""
     lines = backend.table(staging_table("lines"))
     query = exp.select("pos", exp.column(f"c{column_no}").as_("line")).from_(stage.copy())
-    backend.run(exp.Create(this=lines.copy(), kind="TABLE", expression=query))
+    backend.materialize(lines, query)
     return lines
 
 
@@ -66,5 +66,5 @@ def create_records_table(
     records = backend.table(records_table(dataset_id))
     query = exp.select(exp.column("pos").as_("record_id"), exp.column("pos").as_("position"),
                        *columns).from_(stage.copy()).order_by("pos")
-    backend.run(exp.Create(this=records.copy(), kind="TABLE", expression=query))
+    backend.materialize(records, query)
     backend.create_access_index(records, ["record_id"])

@@ -78,8 +78,10 @@ def load_transactions(
         attribute = build_item_attribute(backend, dataset_id, 1, "items", tokens)
         if attribute.n_distinct == 0:
             raise InputError(f"transaction file {path} has {n_records} lines but no items")
-        backend.run("records_from_lines",
-                    tables={"records": backend.table(records_table(dataset_id)), "lines": lines})
+        records = backend.table(records_table(dataset_id))
+        backend.run("records_from_lines", tables={"records": records, "lines": lines})
+        backend.create_access_index(records, ["record_id"])
+        backend.analyze(records)
         backend.drop_table(lines)
         backend.drop_table(tokens)
         return register_dataset(

@@ -1,13 +1,20 @@
 """The privacy models ``setanon anonymize --model`` knows, and which of them are implemented.
 
-Each model issue adds its implementation here; until then, asking for a model says which exist.
+A model is implemented when its module ``setanon_sql.models.<name>`` exists and defines
+``MODEL`` (see :mod:`setanon_sql.models.base`); until then, asking for it says which exist.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from setanon_sql.errors import UsageError
+
+if TYPE_CHECKING:
+    from setanon_sql.models.base import Model
 
 
 @dataclass(frozen=True)
@@ -15,7 +22,14 @@ class ModelInfo:
     name: str
     title: str
     paper: str
-    implemented: bool = False
+
+    @property
+    def module(self) -> str:
+        return f"{__name__}.{self.name}"
+
+    @property
+    def implemented(self) -> bool:
+        return importlib.util.find_spec(self.module) is not None
 
 
 MODELS: dict[str, ModelInfo] = {
@@ -41,7 +55,7 @@ def describe_models() -> str:
     )
 
 
-def require_model(name: str) -> ModelInfo:
+def require_model(name: str) -> Model:
     """The model called ``name`` if it is implemented, else a UsageError listing the models."""
     info = MODELS.get(name)
     if info is None:
@@ -53,4 +67,4 @@ def require_model(name: str) -> ModelInfo:
             f"implemented models: {', '.join(available) or 'none yet'}. All models:\n"
             f"{describe_models()}"
         )
-    return info
+    return importlib.import_module(info.module).MODEL

@@ -22,7 +22,8 @@ DIALECTS = ["duckdb", "postgres"]
 MAIN_STATEMENTS = {
     "tokens_from_blank_separated": {"tokens": "d1_tok", "lines": "d1_lines"},
     "items_from_tokens": {"items": "d1_items_1", "tokens": "d1_tok", "dict": "d1_dict_1"},
-    "export_fimi_lines": {"records": "d1_records", "items": "d1_items_1", "dict": "d1_dict_1"},
+    "export_fimi_lines": {"records": "d1_records", "published": "r1_records",
+                          "items": "d1_items_1", "dict": "d1_dict_1"},
     "hierarchy_edges": {"edges": "h_edges", "lines": "h_lines"},
     "item_attribute_summary": {"records": "d1_records", "items": "d1_items_1"},
 }
@@ -69,7 +70,8 @@ def test_every_statement_parses_and_renders_for_every_dialect() -> None:
 
 def test_unbound_table_is_a_programming_error() -> None:
     with pytest.raises(KeyError, match="'items' of the statement is not bound"):
-        render("export_fimi_lines", "duckdb", {"records": qualified_table("s", "r")})
+        render("export_fimi_lines", "duckdb", {"records": qualified_table("s", "r"),
+                                               "published": qualified_table("s", "p")})
 
 
 def test_bound_tables_are_quoted_and_aliased() -> None:

@@ -1,0 +1,53 @@
+"""The contract between a privacy model and the rest of setanon.
+
+A model is a module ``setanon_sql.models.<name>`` that defines ``MODEL``, an instance of
+:class:`Model`. The CLI builds the model's options from ``Model.options`` (click options), the
+run is recorded by :func:`setanon_sql.runs.recorded_run`, and the model publishes its output as
+described in ``setanon_sql.io.published``. Nothing outside the model's own package needs to
+change when a model is added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset, Run
+from setanon_sql.runs import RunContext
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The outcome of checking a run against its guarantee.
+
+    ``covered`` says what was checked (e.g. "every itemset of size <= 2, exactly" or "10,000
+    sampled adversaries; unsafe share <= 0.01 with confidence 0.95").
+    """
+
+    ok: bool
+    covered: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+AnonymizeFn = Callable[[Backend, Dataset, dict[str, Any], RunContext], None]
+VerifyFn = Callable[[Backend, Dataset, Run], Verification]
+
+
+@dataclass(frozen=True)
+class Model:
+    """A privacy model as setanon runs it.
+
+    ``anonymize`` validates ``params`` (raising UsageError naming the parameter), does its work
+    in SQL, creates the run's published tables through ``context.table(...)`` and puts its
+    figures in ``context.figures``. ``verify`` re-checks a finished run from the DBMS.
+    """
+
+    name: str
+    title: str
+    options: Sequence[click.Option]
+    anonymize: AnonymizeFn
+    verify: VerifyFn
