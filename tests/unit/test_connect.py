@@ -37,3 +37,9 @@ def test_postgres_password_is_hidden_in_errors() -> None:
         connect("postgresql://me:secret@127.0.0.1:1/db")
     assert "secret" not in str(info.value)
     assert "postgresql://me:***@127.0.0.1:1/db" in str(info.value)
+
+
+def test_sqlalchemy_engine_is_accepted() -> None:
+    engine = sqlalchemy.create_engine("postgresql+psycopg://me:pw@127.0.0.1:1/db")
+    with pytest.raises(ConnectionFailedError, match=r"postgresql://me:\*\*\*@127.0.0.1:1/db"):
+        connect(engine)
