@@ -6,6 +6,7 @@ Exit codes: 0 ok, 1 privacy guarantee not met (verify), 2 usage or input error.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -378,8 +379,8 @@ def undo(db: Backend, run_id: int) -> None:
 @main.command()
 @click.option("--workdir", default="setanon-demo", show_default=True,
               help="directory for the demo's exports")
-@click.option("--db", "url", default=None, help=f"{_DB_HELP}; the demo defaults to "
-              "duckdb:///setanon-demo.duckdb")
+@click.option("--db", "url", default=None,
+              help="database URL (default: $SETANON_DB, else duckdb:///setanon-demo.duckdb)")
 @click.option("--schema", default=DEFAULT_SCHEMA, show_default=True)
 def demo(workdir: str, url: str | None, schema: str) -> None:
     """Run the main job on the demo data the package ships (DuckDB file by default).
@@ -391,7 +392,8 @@ def demo(workdir: str, url: str | None, schema: str) -> None:
     """
     from setanon_sql.demo import run_demo
 
-    with api.open_database(url or "duckdb:///setanon-demo.duckdb", schema) as db:
+    url = url or os.environ.get("SETANON_DB") or "duckdb:///setanon-demo.duckdb"
+    with api.open_database(url, schema) as db:
         run_demo(db, Path(workdir), click.echo)
 
 
