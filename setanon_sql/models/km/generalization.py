@@ -1,0 +1,139 @@
+"""Global recoding along a hierarchy cut (Acs et al. Sec. V, Fig. 1): state in tables, SQL steps.
+
+The generalization R is the table ``cut(item_id, node_id, leaf_id)``; the controller keeps only
+its version number. Every step is "new table = query(old tables)".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Attribute, Dataset
+from setanon_sql.errors import InputError
+from setanon_sql.io.hierarchy import Hierarchy, find_hierarchy, get_hierarchy, hierarchy_name
+from setanon_sql.io.hierarchy import load_hierarchy as store_hierarchy
+from setanon_sql.runs import RunContext
+
+
+def resolve_hierarchy(backend: Backend, dataset: Dataset, attribute: Attribute,
+                      path: str | None) -> Hierarchy:
+    """The hierarchy of ``attribute``: the loaded one, or ``path`` (loaded now if none is).
+
+    A different hierarchy already loaded is not replaced silently: the user says so with
+    ``setanon load hierarchy --replace``.
+    """
+    if path is None:
+        return get_hierarchy(backend, dataset, attribute)
+    existing = find_hierarchy(backend, hierarchy_name(dataset, attribute))
+    if existing is None:
+        return store_hierarchy(backend, path, dataset, attribute.name)
+    if existing.source and Path(existing.source).resolve() == Path(path).resolve():
+        return existing
+    raise InputError(
+        f"--hierarchy {path}: column {attribute.name!r} of dataset {dataset.name!r} already has "
+        f"the hierarchy {existing.source}; replace it with 'setanon load hierarchy {path} "
+        f"--name {dataset.name} --column {attribute.name} --replace' or drop --hierarchy"
+    )
+
+
+@dataclass
+class Generalization:
+    """The tables of one hierarchy-cut search: fixed ones and the current cut."""
+
+    backend: Backend
+    context: RunContext
+    items: exp.Table
+    dict: exp.Table
+    hierarchy_id: int
+    version: int = 0
+
+    def table(self, purpose: str) -> exp.Table:
+        return self.context.table(purpose)
+
+    @property
+    def cut(self) -> exp.Table:
+        return self.table(f"cut{self.version}")
+
+    @property
+    def fixed(self) -> dict[str, exp.Table]:
+        return {"hnode": self.table("hnode"), "anc": self.table("anc"), "occ": self.table("occ")}
+
+    def prepare(self) -> None:
+        """Node ids, ancestors and occurrence counts; R := identity (Alg. 2 l.4)."""
+        b = self.backend
+        hid = {"hierarchy_id": self.hierarchy_id}
+        catalog = b.catalog_tables("hierarchy_nodes")
+        labelanc = self.table("labelanc")
+        b.materialize(labelanc, "km_label_ancestors", hid, {**catalog, "dict": self.dict})
+        missing = b.query("km_items_without_leaf", tables={"dict": self.dict,
+                                                           "labelanc": labelanc})
+        if missing:
+            shown = ", ".join(repr(row[0]) for row in missing)
+            raise InputError(f"the hierarchy misses {missing[0][1]} item(s) of the data, first: "
+                             f"{shown}; every item must be a leaf of the hierarchy")
+        b.materialize(self.table("hnode"), "km_nodes", hid, {**catalog, "labelanc": labelanc})
+        b.materialize(self.table("anc"), "km_item_ancestors", None,
+                      {"labelanc": labelanc, "hnode": self.table("hnode")})
+        b.drop_table(labelanc)
+        b.materialize(self.table("occ"), "km_occurrences", None, {"items": self.items})
+        b.materialize(self.cut, "km_identity_cut", None, self.fixed)
+
+    def generalized(self) -> exp.Table:
+        """Materialize <R, D> for the current cut (the records with items replaced by nodes)."""
+        target = self.table(f"g{self.version}")
+        self.backend.materialize(target, "km_generalized", None,
+                                 {"items": self.items, "cut": self.cut})
+        return target
+
+    def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
+        """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges applied."""
+        b = self.backend
+        costs, chosen = self.table("costs"), self.table("chosen")
+        b.materialize(costs, "km_merge_costs", {"error": error}, {**self.fixed, "cut": self.cut})
+        b.materialize(chosen, "km_choose_merges", {"batch": batch},
+                      {"vnodes": vnodes, "hnode": self.table("hnode"), "costs": costs})
+        merges = int(b.scalar(exp.select(exp.func("count", exp.Star())).from_(chosen.copy())))
+        if merges:
+            old = self.cut
+            self.version += 1
+            b.materialize(self.cut, "km_apply_merges", None,
+                          {"cut": old, "anc": self.table("anc"), "chosen": chosen})
+            b.drop_table(old)
+        b.drop_table(costs)
+        b.drop_table(chosen)
+        return merges
+
+    def figures(self) -> dict[str, float | int]:
+        """Utility of the current cut: NCP, generalized share, published labels."""
+        ncp_sum, occurrences, generalized, labels, n_leaves = self.backend.query(
+            "km_cut_figures", None, {"cut": self.cut, "occ": self.table("occ"),
+                                     "hnode": self.table("hnode")})[0]
+        occurrences = int(occurrences or 0)
+        denominator = (int(n_leaves) - 1) * occurrences
+        return {
+            "ncp": float(ncp_sum) / denominator if denominator else 0.0,
+            "generalized_share": int(generalized or 0) / occurrences if occurrences else 0.0,
+            "published_labels": int(labels),
+            "item_occurrences": occurrences,
+            "hierarchy_leaves": int(n_leaves),
+        }
+
+    def publish(self, attr_no: int) -> None:
+        """map_<attr>, dict_<attr> and items_<attr> of the run: one statement each."""
+        b = self.backend
+        pubid = self.table("pubid")
+        b.materialize(pubid, "km_published_ids", None,
+                      {"cut": self.cut, "hnode": self.table("hnode")})
+        bound = {"cut": self.cut, "pubid": pubid, "items": self.items}
+        b.materialize(self.table(f"map_{attr_no}"), "km_publish_map", None, bound)
+        b.materialize(self.table(f"dict_{attr_no}"), "km_publish_dict", None, bound)
+        b.materialize(self.table(f"items_{attr_no}"), "km_publish_items", None, bound)
+        b.drop_table(pubid)
+
+    def drop_work_tables(self) -> None:
+        for table in (*self.fixed.values(), self.cut):
+            self.backend.drop_table(table)

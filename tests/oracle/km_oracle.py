@@ -1,0 +1,94 @@
+"""Brute-force checks of k^m-anonymity by global recoding along a hierarchy cut.
+
+Plain Python over exported files (FIMI, ``item<TAB>label`` mapping, ARX hierarchy); it does not
+import setanon_sql. Every check returns the list of problems it found (empty = passed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+
+
+def read_fimi(path: Path) -> list[frozenset[str]]:
+    """Records of a FIMI file, line n = record n (an empty line is an empty record)."""
+    return [frozenset(line.split()) for line in path.read_text().split("\n")[:-1]]
+
+
+def read_mapping(path: Path) -> dict[str, str]:
+    return dict(line.split("\t") for line in path.read_text().splitlines())
+
+
+def read_hierarchy(path: Path, separator: str = ";") -> dict[str, str | None]:
+    """node -> parent (None for the root) of an ARX file; padding repeats count once."""
+    parent: dict[str, str | None] = {}
+    for line in path.read_text().splitlines():
+        labels = [label.strip() for label in line.split(separator) if label.strip()]
+        path_labels = [x for i, x in enumerate(labels) if i == 0 or x != labels[i - 1]]
+        for child, up in zip(path_labels, [*path_labels[1:], None], strict=True):
+            parent[child] = up
+    return parent
+
+
+def ancestors(node: str, parent: dict[str, str | None]) -> list[str]:
+    """``node`` and every node above it, bottom up."""
+    chain: list[str] = []
+    current: str | None = node
+    while current is not None:
+        chain.append(current)
+        current = parent[current]
+    return chain
+
+
+def leaves_below(parent: dict[str, str | None]) -> Counter[str]:
+    """Number of leaves below (or at) every node."""
+    children = {p for p in parent.values() if p is not None}
+    counts: Counter[str] = Counter()
+    for leaf in (n for n in parent if n not in children):
+        counts.update(ancestors(leaf, parent))
+    return counts
+
+
+def km_violations(records: list[frozenset[str]], k: list[int], m: int) -> list[tuple]:
+    """Every ℓ-itemset, ℓ <= m, with support in [1, k_ℓ), by counting all subsets of records."""
+    found = []
+    for ell in range(1, m + 1):
+        support: Counter[tuple[str, ...]] = Counter()
+        for record in records:
+            support.update(combinations(sorted(record), ell))
+        found += [(itemset, n) for itemset, n in support.items() if n < k[ell - 1]]
+    return found
+
+
+def cut_problems(mapping: dict[str, str], parent: dict[str, str | None]) -> list[str]:
+    """The mapping must send every item to one of its ancestors-or-self, and no published
+    label may lie above another (then the labels are part of one cut of the hierarchy)."""
+    problems = [f"{item} -> {label}: not an ancestor" for item, label in mapping.items()
+                if label not in ancestors(item, parent)]
+    used = set(mapping.values())
+    for label in used:
+        above = set(ancestors(label, parent)[1:]) & used
+        if above:
+            problems.append(f"{label} lies below published {sorted(above)}")
+    return problems
+
+
+def generalization_problems(original: list[frozenset[str]], published: list[frozenset[str]],
+                            mapping: dict[str, str]) -> list[int]:
+    """Lines whose published record is not the image of the original record (global recoding)."""
+    if len(original) != len(published):
+        return [-1]
+    return [n for n, (before, after) in enumerate(zip(original, published, strict=True), 1)
+            if frozenset(mapping[i] for i in before) != after]
+
+
+def ncp(original: list[frozenset[str]], mapping: dict[str, str],
+        parent: dict[str, str | None]) -> float:
+    """Average over original item occurrences of (leaves below the label - 1) / (|I| - 1)."""
+    leaves = leaves_below(parent)
+    total = max(leaves.values())
+    occurrences = [item for record in original for item in record]
+    if total <= 1 or not occurrences:
+        return 0.0
+    return sum(leaves[mapping[i]] - 1 for i in occurrences) / ((total - 1) * len(occurrences))
