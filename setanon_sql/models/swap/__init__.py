@@ -1,0 +1,114 @@
+"""``--model swap``: hiding personal tendency by similarity-based swapping (Gunawan & Mambo 2019).
+
+A record's personal tendency is its category of highest weight (Eq. 4) when that weight exceeds
+its mean tendency value (Eq. 5). Partial swapping (Algs. 1-3) exchanges the items of that
+category with those of a destination record of another tendency that shares as little as
+possible (minimum Jaccard similarity) and collides on no item; full swapping (Alg. 4) exchanges
+the items of two records of different single categories. ``--method random`` is the RandSwap
+baseline. The controller keeps only counts and a round history; every pass is SQL. Published:
+``items_<attr>``; kept for ``verify``: ``cats`` (the categories) and ``pairs`` (who swapped with
+whom; never exported).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset
+from setanon_sql.errors import InputError
+from setanon_sql.io.hierarchy import default_attribute
+from setanon_sql.models.base import Model
+from setanon_sql.models.swap.categories import build_categories
+from setanon_sql.models.swap.destinations import Matcher, create_pairs_table
+from setanon_sql.models.swap.metrics import frequent_itemset_figures, item_balance
+from setanon_sql.models.swap.params import OPTIONS, parse_params
+from setanon_sql.models.swap.swapping import (
+    KINDS,
+    build_moves,
+    build_tendency,
+    publish,
+    random_pairs,
+)
+from setanon_sql.models.swap.verify import hidden_counts, verify_swap
+from setanon_sql.runs import RunContext
+
+_SCRATCH = ("tend", "pool", "cand", "overlap", "accepted", "pitems", "edges", "moves")
+
+
+def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
+              context: RunContext) -> None:
+    """Swap tendency items between records; see the module docstring."""
+    options = parse_params(params)
+    attribute = default_attribute(dataset, options.column)
+    if not attribute.is_set:
+        raise InputError(f"column {attribute.name!r} of dataset {dataset.name!r} is not "
+                         "set-valued; swapping needs items")
+    items = backend.table(dataset.items_table(attribute))
+    if not backend.scalar("swap_count_rows", tables={"t": items}):
+        raise InputError(f"column {attribute.name!r} of dataset {dataset.name!r} holds no "
+                         "items: there is nothing to swap")
+    seed = int(context.seed or 0)
+    figures = context.figures
+    figures.update(attr_no=attribute.attr_no, method=options.method,
+                   category_source=options.source)
+    clock = time.perf_counter()
+    seconds: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[name] = round(now - clock, 3)
+        clock = now
+
+    tables = {name: context.table(name) for name in (*_SCRATCH, "pairs")}
+    tables["items"] = items
+    tables["cats"] = build_categories(backend, dataset, attribute, options, context)
+    lap("categories")
+    kinds = build_tendency(backend, items, tables["cats"], tables["tend"])
+    figures.update(records_with_items=sum(kinds.values()), no_tendency_records=kinds["none"],
+                   partial_records=kinds["partial"], full_records=kinds["full"])
+    lap("tendency")
+    if options.method == "random":
+        random_pairs(backend, tables["tend"], tables["pairs"], seed)
+    else:
+        create_pairs_table(backend, tables["pairs"])
+        matcher = Matcher(backend, tables, seed, options.exact_limit, options.max_rounds)
+        for kind in KINDS:
+            history = matcher.match(kind)
+            figures[f"rounds_{kind}"] = [list(r) for r in history.rounds]
+            figures[f"stopped_{kind}"] = history.stopped
+    lap("destinations")
+    _pair_figures(backend, tables, figures)
+    build_moves(backend, options.method, tables, seed)
+    figures["items_moved"] = int(backend.scalar("swap_count_rows", tables={"t": tables["moves"]}))
+    published = context.table(f"items_{attribute.attr_no}")
+    publish(backend, items, tables["moves"], published)
+    lap("swap")
+    figures.update(hidden_counts(backend, published, tables["cats"], tables["tend"]))
+    balance = item_balance(backend, items, published)
+    figures.update(items_lost=balance["items_lost"], diss=balance["diss"])
+    if options.metrics:
+        figures["frequent_itemsets"] = frequent_itemset_figures(
+            backend, items, published, dataset.n_records, options.fi_supports,
+            options.fi_max_size, context)
+        figures["fi_max_size"] = options.fi_max_size
+    lap("metrics")
+    for name in _SCRATCH:
+        backend.drop_table(tables[name])
+    figures["seconds"] = seconds
+
+
+def _pair_figures(backend: Backend, tables: dict[str, Any], figures: dict[str, Any]) -> None:
+    rows = backend.query("swap_pair_summary", tables={name: tables[name]
+                                                      for name in ("pairs", "items", "tend")})
+    figures["pairs"] = {
+        kind: {"pairs": int(n), "positive_jaccard": int(pos), "mean_jaccard": float(mean or 0),
+               "max_jaccard": float(top or 0)}
+        for kind, n, pos, mean, top in rows
+    }
+
+
+MODEL = Model("swap", "hiding personal tendency by similarity-based swapping", OPTIONS,
+              anonymize, verify_swap)

@@ -1,0 +1,149 @@
+"""Destination selection (Alg. 2 for partial, Alg. 4 for full swapping) as a matching in SQL.
+
+The paper compares every source with every candidate by Jaccard similarity (quadratic) and
+notes that the database "should not be too large". Here a record takes part in at most one
+swap, so destinations form a matching between records of the same kind, and it is found in
+two stages, each a few set-based statements over all unmatched records at once:
+
+1. Randomized rounds: the pool is ordered by (tendency category, seeded random key) and
+   position i is paired with i + ceil(n/2), so two records of one category meet only when that
+   category holds more than half of the pool. A pair is kept when the categories differ and the
+   two records share no item (found through the item postings). Such a pair has Jaccard
+   similarity 0, the least possible, so every destination chosen here is a minimum-Jaccard
+   destination, exactly; among the (usually many) candidates with similarity 0 the choice is
+   random rather than the paper's first-found. Collisions are impossible: nothing is shared.
+   Rounds repeat (new random keys) while they pair at least a tenth of the pool.
+2. Exact stage, once the rounds stall and the pool has at most ``exact_limit`` records: every
+   pair with different categories and no collision is ranked by (Jaccard, seeded random key)
+   and matched greedily (repeated "best live edge at both ends" rounds, which equals the
+   sequential greedy matching).
+   This is where pairs with positive similarity are taken, smallest first.
+
+Records left unmatched (no valid partner, or a pool larger than ``exact_limit`` that stopped
+making progress) keep their items; they are counted in the figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+
+PAIRS_DDL = ("record_id BIGINT", "partner_id BIGINT", "kind TEXT", "jc DOUBLE PRECISION",
+             "round INT")
+
+
+@dataclass
+class MatchHistory:
+    """One entry per round: (stage, pool size, categories in the pool, pairs accepted)."""
+
+    kind: str
+    rounds: list[tuple[str, int, int, int]] = field(default_factory=list)
+    stopped: str = ""
+
+    @property
+    def pairs(self) -> int:
+        return sum(r[3] for r in self.rounds)
+
+
+def create_pairs_table(backend: Backend, pairs: exp.Table) -> None:
+    """The empty ``pairs`` table (both directions of every pair)."""
+    schema = exp.Schema(this=pairs.copy(), expressions=[
+        exp.ColumnDef(this=exp.to_identifier(column.split()[0], quoted=True),
+                      kind=exp.DataType.build(column.split(maxsplit=1)[1]))
+        for column in PAIRS_DDL
+    ])
+    backend.run(exp.Create(this=schema, kind="TABLE"))
+
+
+@dataclass
+class Matcher:
+    """Finds pairs for one kind of record ('partial' or 'full'), writing them to ``pairs``."""
+
+    backend: Backend
+    tables: dict[str, exp.Table]
+    seed: int
+    exact_limit: int
+    max_rounds: int
+
+    def _t(self, *names: str) -> dict[str, exp.Table]:
+        return {name: self.tables[name] for name in names}
+
+    def _pool(self, kind: str, round_no: int) -> tuple[int, int]:
+        pool = self.tables["pool"]
+        self.backend.drop_table(pool)
+        self.backend.materialize(pool, "swap_pool",
+                                 {"seed": self.seed, "kind": kind, "round": round_no},
+                                 self._t("tend", "pairs"))
+        size, n_categories = self.backend.query("swap_pool_shape", tables=self._t("pool"))[0]
+        return int(size), int(n_categories)
+
+    def _insert(self, kind: str, round_no: int) -> int:
+        accepted = int(self.backend.scalar("swap_count_rows",
+                                           tables={"t": self.tables["accepted"]}))
+        if accepted:
+            self.backend.run("swap_insert_pairs", {"kind": kind, "round": round_no},
+                             self._t("pairs", "accepted"))
+        return accepted
+
+    def _shuffle_round(self, kind: str, round_no: int, size: int) -> int:
+        b = self.backend
+        for name in ("cand", "overlap", "accepted"):
+            b.drop_table(self.tables[name])
+        b.materialize(self.tables["cand"], "swap_shuffle_candidates", {"half": (size + 1) // 2},
+                      self._t("pool"))
+        b.materialize(self.tables["overlap"], "swap_candidate_overlap",
+                      tables=self._t("cand", "items"))
+        b.materialize(self.tables["accepted"], "swap_accept_disjoint",
+                      tables=self._t("cand", "overlap"))
+        return self._insert(kind, round_no)
+
+    def _exact(self, kind: str, round_no: int, history: MatchHistory, size: int,
+               n_categories: int) -> None:
+        b = self.backend
+        for name in ("pitems", "edges"):
+            b.drop_table(self.tables[name])
+        b.materialize(self.tables["pitems"], "swap_pool_items", tables=self._t("items", "pool"))
+        b.materialize(self.tables["edges"], "swap_exact_edges", {"seed": self.seed},
+                      self._t("pitems", "pool", "cats"))
+        while round_no < self.max_rounds:
+            round_no += 1
+            b.drop_table(self.tables["accepted"])
+            b.materialize(self.tables["accepted"], "swap_exact_accept",
+                          tables=self._t("edges", "pairs"))
+            accepted = self._insert(kind, round_no)
+            history.rounds.append(("exact", size, n_categories, accepted))
+            size -= 2 * accepted
+            if not accepted:
+                history.stopped = "no valid pair left (exact stage)"
+                return
+        history.stopped = "max rounds reached in the exact stage"
+
+    def match(self, kind: str) -> MatchHistory:
+        """Pair the records of ``kind``; returns the round history.
+
+        Randomized rounds run while they pair at least a tenth of the pool; then the exact
+        stage finishes a pool of at most ``exact_limit`` records.
+        """
+        history = MatchHistory(kind)
+        idle = 0
+        for round_no in range(1, self.max_rounds + 1):
+            size, n_categories = self._pool(kind, round_no)
+            if size < 2 or n_categories < 2:
+                history.stopped = (f"{size} unmatched record(s) in {n_categories} "
+                                   "tendency categor(ies): no valid pair left")
+                return history
+            if idle and size <= self.exact_limit:
+                self._exact(kind, round_no - 1, history, size, n_categories)
+                return history
+            accepted = self._shuffle_round(kind, round_no, size)
+            history.rounds.append(("shuffle", size, n_categories, accepted))
+            idle = idle + 1 if accepted * 10 < size else 0
+            if idle >= 3 and size > self.exact_limit:
+                history.stopped = ("three randomized rounds paired under a tenth of a pool "
+                                   "larger than --exact-limit")
+                return history
+        history.stopped = history.stopped or "max rounds reached"
+        return history

@@ -1,0 +1,46 @@
+"""Tendencies (Eqs. 4-5, Alg. 1), the swap itself (Alg. 3) and the RandSwap baseline.
+
+What happens to a destination: swapping is an exchange. The destination also has a tendency
+of another category (Alg. 2 only admits such candidates), and its tendency items move to the
+source in the same step, so both records of a pair lose every item of their own tendency
+category and receive the partner's: the destination's tendency is hidden too, and each
+record takes part in at most one swap. Under full swapping (Alg. 4) two single-category
+records exchange all their items.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+
+KINDS = ("full", "partial")
+
+
+def build_tendency(backend: Backend, items: exp.Table, cats: exp.Table,
+                   tend: exp.Table) -> dict[str, int]:
+    """Create ``tend`` (one row per record with items); returns the records per kind."""
+    backend.materialize(tend, "swap_tendency", tables={"items": items, "cats": cats})
+    counts = dict(backend.query("swap_tendency_counts", tables={"tend": tend}))
+    return {kind: int(counts.get(kind, 0)) for kind in ("none", *KINDS)}
+
+
+def random_pairs(backend: Backend, tend: exp.Table, pairs: exp.Table, seed: int) -> None:
+    """RandSwap: create ``pairs`` from the records with a tendency in a seeded random order."""
+    backend.materialize(pairs, "swap_random_pairs", {"seed": seed}, {"tend": tend})
+
+
+def build_moves(backend: Backend, method: str, tables: dict[str, exp.Table], seed: int) -> None:
+    """Create ``moves``: which item leaves which record for which partner."""
+    bound = {name: tables[name] for name in ("pairs", "tend", "items", "cats")}
+    if method == "random":
+        bound.pop("cats")
+        backend.materialize(tables["moves"], "swap_moves_random", {"seed": seed}, bound)
+    else:
+        backend.materialize(tables["moves"], "swap_moves_tendency", tables=bound)
+
+
+def publish(backend: Backend, items: exp.Table, moves: exp.Table, target: exp.Table) -> None:
+    """Create the published ``items_<attr>`` table from the original items and the moves."""
+    backend.materialize(target, "swap_publish", tables={"items": items, "moves": moves})
+    backend.create_access_index(target, ["record_id", "item_id"])

@@ -1,0 +1,291 @@
+-- Hiding personal tendency by similarity-based swapping (Gunawan & Mambo, Future Internet 2019).
+-- Canonical dialect: PostgreSQL. Logical tables: items(record_id, item_id), dict(item_id, label),
+-- cats(item_id, category, category_label), catmap(item_label, category_label), tend (one row per
+-- record: its length, categories, tendency category and kind), pool (unmatched records of one
+-- kind in a round), pairs(record_id, partner_id, kind, jc, round) with both directions of each
+-- pair, moves(record_id, item_id, to_record), published(record_id, item_id).
+-- Pseudo-random orders are md5 hex digests of (seed, round, ids) sorted byte-wise (COLLATE "C"),
+-- so both engines draw the same order.
+
+-- name: swap_category_lines
+-- One row per non-empty line of a category file 'item<TAB>category'; an optional header line
+-- 'item<TAB>category' is skipped. tab_at = 0 or a third field marks a malformed line.
+SELECT pos, trim(split_part(line, :tab, 1)) AS item_label,
+       trim(split_part(line, :tab, 2)) AS category_label,
+       strpos(line, :tab) AS tab_at, split_part(line, :tab, 3) AS rest
+FROM lines
+WHERE line IS NOT NULL AND trim(line) <> ''
+  AND NOT (pos = 1 AND lower(line) = concat('item', :tab, 'category'))
+
+-- name: swap_category_bad_lines
+SELECT min(pos), count(*) FROM catlines
+WHERE tab_at = 0 OR item_label = '' OR category_label = '' OR rest <> ''
+
+-- name: swap_category_conflicts
+SELECT item_label, min(category_label), max(category_label), count(*) OVER ()
+FROM catlines GROUP BY item_label HAVING count(DISTINCT category_label) > 1
+ORDER BY item_label LIMIT 5
+
+-- name: swap_category_map_file
+SELECT DISTINCT item_label, category_label FROM catlines
+
+-- name: swap_category_missing
+-- Items of the data that the category map does not cover (first few, and how many).
+SELECT d.label, count(*) OVER () FROM dict d
+WHERE NOT EXISTS (SELECT 1 FROM catmap m WHERE m.item_label = d.label)
+ORDER BY d.item_id LIMIT 5
+
+-- name: swap_category_add_uncategorized
+INSERT INTO catmap (item_label, category_label)
+SELECT d.label, :label FROM dict d
+WHERE NOT EXISTS (SELECT 1 FROM catmap m WHERE m.item_label = d.label)
+
+-- name: swap_category_map_hierarchy
+-- The ancestor at depth :level (root 0) of every item, walking up the hierarchy; an item whose
+-- leaf is not deeper than :level is its own category.
+WITH RECURSIVE up(item_label, node, parent, depth) AS (
+    SELECT n.node, n.node, n.parent, n.depth FROM hierarchy_nodes n
+    WHERE n.hierarchy_id = :hierarchy_id AND n.node IN (SELECT label FROM dict)
+    UNION ALL
+    SELECT u.item_label, p.node, p.parent, p.depth FROM up u
+    JOIN hierarchy_nodes p ON p.hierarchy_id = :hierarchy_id AND p.node = u.parent
+    WHERE u.depth > :level
+)
+SELECT item_label, node AS category_label FROM (
+    SELECT item_label, node, row_number() OVER (PARTITION BY item_label ORDER BY depth) AS rn
+    FROM up
+) AS ranked WHERE rn = 1
+
+-- name: swap_categories_from_map
+-- Category ids follow the byte order of the category labels.
+SELECT d.item_id,
+       CAST(dense_rank() OVER (ORDER BY m.category_label COLLATE "C") - 1 AS INT) AS category,
+       m.category_label
+FROM dict d JOIN catmap m ON m.item_label = d.label
+
+-- name: swap_categories_random
+-- The paper's artificial categorization (Sec. 5.1): items in a seeded random order, dealt round
+-- robin into :n_categories categories, so sizes differ by at most one and never overlap.
+SELECT item_id, CAST(mod(rn - 1, :n_categories) AS INT) AS category,
+       CAST(mod(rn - 1, :n_categories) + 1 AS TEXT) AS category_label
+FROM (
+    SELECT item_id, row_number() OVER (
+        ORDER BY md5(concat(CAST(:seed AS TEXT), ':c:', CAST(item_id AS TEXT))) COLLATE "C",
+                 item_id) AS rn
+    FROM dict
+) AS shuffled
+
+-- name: swap_category_shape
+SELECT count(DISTINCT c.category), count(*), min(n), max(n)
+FROM cats c JOIN (SELECT category, count(*) AS n FROM cats GROUP BY category) AS s
+  ON s.category = c.category
+
+-- name: swap_tendency
+-- Eq. 4: WR(t, g) = |{i in t : i in g}|; Eq. 5: MTV(t) = |t| / #categories of t. Alg. 1: a
+-- record has a tendency when max WR > MTV, compared exactly as max WR * #categories > |t|; its
+-- tendency is the category of highest weight (ties: the smallest category id). Records with
+-- one category only and |t| > 1 are the subjects of full swapping (Sec. 4.4, Alg. 4).
+WITH w AS (
+    SELECT i.record_id, c.category, count(*) AS weight
+    FROM items i JOIN cats c ON c.item_id = i.item_id
+    GROUP BY i.record_id, c.category
+), r AS (
+    SELECT record_id, sum(weight) AS len, count(*) AS ncat, max(weight) AS maxw
+    FROM w GROUP BY record_id
+), top AS (
+    SELECT record_id, category, weight,
+           row_number() OVER (PARTITION BY record_id ORDER BY weight DESC, category) AS rn
+    FROM w
+)
+SELECT r.record_id, CAST(r.len AS INT) AS len, CAST(r.ncat AS INT) AS ncat, t.category,
+       CAST(t.weight AS INT) AS weight,
+       CASE WHEN r.maxw * r.ncat > r.len THEN 'partial'
+            WHEN r.ncat = 1 AND r.len > 1 THEN 'full'
+            ELSE 'none' END AS kind
+FROM r JOIN top t ON t.record_id = r.record_id AND t.rn = 1
+
+-- name: swap_tendency_counts
+SELECT kind, count(*) FROM tend GROUP BY kind ORDER BY kind
+
+-- name: swap_pool
+-- Unmatched records of one kind, ordered by tendency category, then a seeded random order.
+SELECT t.record_id, t.category, t.len,
+       row_number() OVER (ORDER BY t.category, md5(concat(CAST(:seed AS TEXT), ':', :kind, ':',
+           CAST(:round AS TEXT), ':', CAST(t.record_id AS TEXT))) COLLATE "C", t.record_id) AS pos
+FROM tend t
+WHERE t.kind = :kind AND NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = t.record_id)
+
+-- name: swap_pool_shape
+SELECT count(*), count(DISTINCT category) FROM pool
+
+-- name: swap_shuffle_candidates
+-- Position i pairs with i + :half in the (category, random) order: two records of one category
+-- meet only if that category holds more than half of the pool. Alg. 2 keeps candidates of a
+-- different tendency category.
+SELECT a.record_id AS a, b.record_id AS b
+FROM pool a JOIN pool b ON b.pos = a.pos + :half
+WHERE a.category <> b.category
+
+-- name: swap_candidate_overlap
+-- Candidate pairs sharing at least one item (Jaccard > 0), found through the items of each side.
+SELECT c.a, c.b, count(*) AS shared
+FROM cand c
+JOIN items ia ON ia.record_id = c.a
+JOIN items ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
+GROUP BY c.a, c.b
+
+-- name: swap_accept_disjoint
+-- Candidates sharing no item: Jaccard 0, the least possible, and no collision either way.
+SELECT c.a, c.b, CAST(0.0 AS DOUBLE PRECISION) AS jc FROM cand c
+WHERE NOT EXISTS (SELECT 1 FROM overlap o WHERE o.a = c.a AND o.b = c.b)
+
+-- name: swap_pool_items
+SELECT i.record_id, i.item_id FROM items i JOIN pool p ON p.record_id = i.record_id
+
+-- name: swap_exact_edges
+-- Every pair of the pool with different tendency categories and no collision (Alg. 2: a shared
+-- item of either tendency category would be lost), ranked by Jaccard similarity, then a seeded
+-- random order.
+WITH ov AS (
+    SELECT ia.record_id AS a, ib.record_id AS b, count(*) AS shared,
+           count(*) FILTER (WHERE c.category = pa.category OR c.category = pb.category) AS collide
+    FROM pitems ia
+    JOIN pitems ib ON ib.item_id = ia.item_id AND ib.record_id > ia.record_id
+    JOIN pool pa ON pa.record_id = ia.record_id
+    JOIN pool pb ON pb.record_id = ib.record_id
+    JOIN cats c ON c.item_id = ia.item_id
+    GROUP BY ia.record_id, ib.record_id
+), pairs_all AS (
+    SELECT pa.record_id AS a, pb.record_id AS b, pa.len AS la, pb.len AS lb
+    FROM pool pa JOIN pool pb ON pb.record_id > pa.record_id AND pb.category <> pa.category
+), scored AS (
+    SELECT p.a, p.b,
+           CAST(coalesce(ov.shared, 0) AS DOUBLE PRECISION)
+           / CAST(p.la + p.lb - coalesce(ov.shared, 0) AS DOUBLE PRECISION) AS jc
+    FROM pairs_all p LEFT JOIN ov ON ov.a = p.a AND ov.b = p.b
+    WHERE coalesce(ov.collide, 0) = 0
+)
+SELECT a, b, jc,
+       row_number() OVER (ORDER BY jc, md5(concat(CAST(:seed AS TEXT), ':e:', CAST(a AS TEXT),
+           ':', CAST(b AS TEXT))) COLLATE "C", a, b) AS rk
+FROM scored
+
+-- name: swap_exact_accept
+-- One round of greedy matching: an edge is taken when it is the best-ranked live edge at both
+-- of its records. Repeating this until no edge is live gives exactly the sequential greedy
+-- matching that takes pairs in increasing (Jaccard, random) order.
+WITH live AS (
+    SELECT e.a, e.b, e.jc, e.rk FROM edges e
+    WHERE NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.a)
+      AND NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.b)
+), node_min AS (
+    SELECT node, min(rk) AS rk
+    FROM (SELECT a AS node, rk FROM live UNION ALL SELECT b AS node, rk FROM live) AS ends
+    GROUP BY node
+)
+SELECT l.a, l.b, l.jc FROM live l
+JOIN node_min na ON na.node = l.a AND na.rk = l.rk
+JOIN node_min nb ON nb.node = l.b AND nb.rk = l.rk
+
+-- name: swap_insert_pairs
+INSERT INTO pairs (record_id, partner_id, kind, jc, round)
+SELECT a, b, :kind, jc, :round FROM accepted
+UNION ALL
+SELECT b, a, :kind, jc, :round FROM accepted
+
+-- name: swap_random_pairs
+-- RandSwap baseline: records with a tendency (either kind) in a seeded random order, paired
+-- 1-2, 3-4, ..., with no condition on categories, similarity or collisions.
+WITH ordered AS (
+    SELECT record_id, kind, row_number() OVER (
+        ORDER BY md5(concat(CAST(:seed AS TEXT), ':r:', CAST(record_id AS TEXT))) COLLATE "C",
+                 record_id) AS pos
+    FROM tend WHERE kind <> 'none'
+), matched AS (
+    SELECT a.record_id AS a, b.record_id AS b, a.kind
+    FROM ordered a JOIN ordered b ON b.pos = a.pos + 1
+    WHERE mod(a.pos, 2) = 1
+)
+SELECT a AS record_id, b AS partner_id, kind, CAST(NULL AS DOUBLE PRECISION) AS jc,
+       0 AS round FROM matched
+UNION ALL
+SELECT b, a, kind, CAST(NULL AS DOUBLE PRECISION), 0 FROM matched
+
+-- name: swap_moves_tendency
+-- Alg. 3: the items of a paired record's tendency category go to its partner (for full
+-- swapping that is every item of the record).
+SELECT i.record_id, i.item_id, p.partner_id AS to_record
+FROM pairs p
+JOIN tend t ON t.record_id = p.record_id
+JOIN items i ON i.record_id = p.record_id
+JOIN cats c ON c.item_id = i.item_id AND c.category = t.category
+
+-- name: swap_moves_random
+-- RandSwap: a paired record gives as many randomly chosen items as its tendency weight.
+SELECT record_id, item_id, to_record FROM (
+    SELECT i.record_id, i.item_id, p.partner_id AS to_record, t.weight,
+           row_number() OVER (PARTITION BY i.record_id ORDER BY md5(concat(
+               CAST(:seed AS TEXT), ':m:', CAST(i.record_id AS TEXT), ':',
+               CAST(i.item_id AS TEXT))) COLLATE "C", i.item_id) AS rn
+    FROM pairs p
+    JOIN tend t ON t.record_id = p.record_id
+    JOIN items i ON i.record_id = p.record_id
+) AS ranked WHERE rn <= weight
+
+-- name: swap_publish
+-- The swapped database: every item not moved stays; moved items join their new record. An item
+-- arriving where it already is collides and is kept once (that is the item loss).
+SELECT DISTINCT record_id, item_id FROM (
+    SELECT i.record_id, i.item_id FROM items i
+    WHERE NOT EXISTS (SELECT 1 FROM moves m
+                      WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
+    UNION ALL
+    SELECT to_record, item_id FROM moves
+) AS swapped
+
+-- name: swap_pair_summary
+-- Per kind: pairs, records, moved items, pairs with positive Jaccard similarity, mean Jaccard.
+WITH p AS (SELECT record_id AS a, partner_id AS b, kind FROM pairs WHERE record_id < partner_id),
+ov AS (
+    SELECT p.a, p.b, count(*) AS shared FROM p
+    JOIN items ia ON ia.record_id = p.a
+    JOIN items ib ON ib.record_id = p.b AND ib.item_id = ia.item_id
+    GROUP BY p.a, p.b
+), scored AS (
+    SELECT p.kind, CAST(coalesce(ov.shared, 0) AS DOUBLE PRECISION)
+           / CAST(ta.len + tb.len - coalesce(ov.shared, 0) AS DOUBLE PRECISION) AS jc
+    FROM p
+    JOIN tend ta ON ta.record_id = p.a
+    JOIN tend tb ON tb.record_id = p.b
+    LEFT JOIN ov ON ov.a = p.a AND ov.b = p.b
+)
+SELECT kind, count(*), count(*) FILTER (WHERE jc > 0), avg(jc), max(jc)
+FROM scored GROUP BY kind ORDER BY kind
+
+-- name: swap_count_rows
+SELECT count(*) FROM t
+
+-- name: swap_hidden
+-- Records with a tendency (either kind) and whether their published record still holds an item
+-- of their original tendency category: hidden means it holds none (Defs. 3-4).
+WITH kept AS (
+    SELECT DISTINCT p.record_id FROM published p
+    JOIN cats c ON c.item_id = p.item_id
+    JOIN tend t ON t.record_id = p.record_id AND t.category = c.category
+)
+SELECT t.kind, count(*),
+       count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM kept k WHERE k.record_id = t.record_id))
+FROM tend t WHERE t.kind <> 'none' GROUP BY t.kind ORDER BY t.kind
+
+-- name: swap_item_balance
+-- Per item, original and published occurrences: items lost, and items that gained (never
+-- possible for a swap).
+WITH fo AS (SELECT item_id, count(*) AS f FROM items GROUP BY item_id),
+fp AS (SELECT item_id, count(*) AS f FROM published GROUP BY item_id)
+SELECT coalesce(sum(coalesce(fo.f, 0)), 0),
+       coalesce(sum(abs(coalesce(fo.f, 0) - coalesce(fp.f, 0))), 0),
+       count(*) FILTER (WHERE coalesce(fp.f, 0) > coalesce(fo.f, 0))
+FROM fo FULL OUTER JOIN fp ON fp.item_id = fo.item_id
+
+-- name: swap_record_counts
+SELECT (SELECT count(DISTINCT record_id) FROM items), (SELECT count(DISTINCT record_id) FROM published)
