@@ -1,0 +1,167 @@
+"""Top-down anonymization (NEC Alg. 1): the controller's loop over SQL specialization steps.
+
+The controller holds only small state: which QIs can still be specialized (QI*), the running
+class-id counter, the deletion budget and one history entry per iteration. Classes, their
+generalized values, rankings and picks live in the DBMS (millions of classes at 10M records
+would not fit a flat controller memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset
+from setanon_sql.models.kanon.plan import QI, Plan
+from setanon_sql.models.kanon.set_recoding import init_set, items_table, set_step
+from setanon_sql.models.kanon.single_valued import (
+    category_step,
+    init_category,
+    init_numeric,
+    numeric_step,
+)
+from setanon_sql.models.kanon.work import Work
+
+
+@dataclass
+class Loss:
+    """How to turn a QI's class-level sum into its NCP: sum / (records * per_record)."""
+
+    per_record: float  # numeric: range; category: leaves - 1; set: unused
+    occurrences: int = 0  # set-valued: item occurrences of the live records
+
+
+@dataclass
+class Anonymization:
+    """The outcome the publisher and the metrics read."""
+
+    plan: Plan
+    work: Work
+    losses: dict[int, Loss]
+    live: int
+    occurrences_total: dict[int, int]
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _has_nulls(backend: Backend, dataset: Dataset, qi: QI) -> bool:
+    query = (exp.select(exp.func("count", exp.Star())).from_(backend.table(dataset.records_table))
+             .where(exp.column(qi.attribute.column).is_(exp.null())))
+    return int(backend.scalar(query)) > 0
+
+
+def _initialize(work: Work, dataset: Dataset, plan: Plan) -> dict[int, Loss]:
+    """Alg. 1 l.1: every QI fully generalized, every item hidden, one class."""
+    backend = work.backend
+    work.build("state", exp.select(
+        "record_id", exp.cast(exp.Literal.number(1), exp.DataType.build("BIGINT")).as_("cls"))
+        .from_(backend.table(dataset.records_table)))
+    work.build("cs", "kanon_class_sizes", tables={"state": work["state"]})
+    losses: dict[int, Loss] = {}
+    for qi in plan.qis:
+        if qi.kind == "numeric":
+            lo, hi = init_numeric(work, dataset, qi)
+            losses[qi.no] = Loss(float(hi - lo))
+        elif qi.kind == "category":
+            leaves = init_category(work, dataset, qi, _has_nulls(backend, dataset, qi))
+            losses[qi.no] = Loss(float(leaves - 1))
+        else:
+            init_set(work, dataset, qi)
+            occurrences = int(backend.scalar("kanon_occurrences", tables={
+                "items": items_table(work, dataset, qi), "state": work["state"]}))
+            losses[qi.no] = Loss(1.0, occurrences)
+    return losses
+
+
+def class_loss(work: Work, qi: QI) -> float:
+    """The class-level sum of a QI's loss (see ``Loss``) over the live records."""
+    cs = work["cs"]
+    if qi.kind == "numeric":
+        return float(work.backend.scalar("kanon_ncp_numeric",
+                                         tables={"cs": cs, "bounds": work[f"b{qi.no}"]}))
+    if qi.kind == "category":
+        return float(work.backend.scalar("kanon_ncp_category", tables={
+            "cs": cs, "gen": work[f"g{qi.no}"], "nodes": work[f"n{qi.no}"]}))
+    return float(work.backend.scalar("kanon_ncp_set", tables={"cs": cs,
+                                                               "disc": work[f"d{qi.no}"]}))
+
+
+def ncp(work: Work, qi: QI, loss: Loss, live: int) -> float:
+    """NCP of ``qi`` over the live records (set-valued: the share of hidden occurrences)."""
+    if qi.kind == "set":
+        if loss.occurrences == 0:
+            return 0.0
+        return 1.0 - class_loss(work, qi) / loss.occurrences
+    if loss.per_record == 0 or live == 0:
+        return 0.0
+    return class_loss(work, qi) / (live * loss.per_record)
+
+
+def _refresh(work: Work, plan: Plan, chosen: QI, moves: exp.Table) -> None:
+    """Class sizes, and the class-level tables of every QI for the classes a step created."""
+    work.build("cs", "kanon_class_sizes", tables={"state": work["state"]})
+    cs = work["cs"]
+    for qi in plan.qis:
+        if qi.kind == "numeric":
+            if qi is not chosen:
+                name = f"b{qi.no}"
+                work.build(name, "kanon_copy_bounds",
+                           tables={"bounds": work[name], "moves": moves, "cs": cs})
+        elif qi.kind == "category":
+            name = f"g{qi.no}"
+            statement = "kanon_category_gen" if qi is chosen else "kanon_copy_gen"
+            work.build(name, statement, tables={"gen": work[name], "moves": moves, "cs": cs})
+        else:
+            name = f"d{qi.no}"
+            statement = "kanon_set_disc" if qi is chosen else "kanon_copy_disc"
+            work.build(name, statement, tables={"disc": work[name], "moves": moves, "cs": cs})
+    work.drop("moves")
+    work.drop("leaves")
+
+
+def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
+    """Alg. 1: specialize the QI of largest NCP until no QI can be specialized."""
+    backend = work.backend
+    losses = _initialize(work, dataset, plan)
+    totals = {no: loss.occurrences for no, loss in losses.items()}
+    live, max_cls, budget = plan.n_records, 1, plan.budget
+    active = list(plan.qis)  # QI*
+    result = Anonymization(plan, work, losses, live, totals)
+    while active:  # l.2
+        scores = {qi.no: ncp(work, qi, losses[qi.no], live) for qi in active}
+        chosen = max(active, key=lambda qi: scores[qi.no])  # l.4: first of the largest NCP
+        entry: dict[str, Any] = {"attribute": chosen.name, "ncp": round(scores[chosen.no], 6)}
+        result.history.append(entry)
+        if scores[chosen.no] <= 0.0:
+            active.remove(chosen)
+            entry["frozen"] = True
+            continue
+        deleted = 0
+        if chosen.kind == "numeric":
+            moves = numeric_step(work, chosen, plan.k, max_cls)  # l.5
+        elif chosen.kind == "category":
+            moves = category_step(work, chosen, plan.k, max_cls)
+        else:
+            step = set_step(work, dataset, chosen, plan.k, plan.beta, budget, max_cls)
+            moves, deleted = step.moves, step.deleted
+        if moves is None:  # l.6-8: no class could be specialized without breaking k-anonymity
+            active.remove(chosen)
+            entry["frozen"] = True
+            work.drop("leaves")
+            continue
+        created = work.count("moves")
+        entry["new_classes"] = created
+        max_cls += created
+        if deleted:
+            entry["deleted"] = deleted
+            budget -= deleted
+            live -= deleted
+            for qi in plan.qis:
+                if qi.kind == "set":
+                    losses[qi.no].occurrences = int(backend.scalar("kanon_occurrences", tables={
+                        "items": items_table(work, dataset, qi), "state": work["state"]}))
+        _refresh(work, plan, chosen, moves)
+    result.live = live
+    return result
