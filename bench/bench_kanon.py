@@ -1,0 +1,130 @@
+"""kanon (NEC top-down k-anonymity) on synthetic claims: runtime, NCP, disclosed items, memory.
+
+Prints one line per run: backend, records, QI pattern, k, generation and anonymization seconds,
+overall NCP, disclosed-item share per set-valued QI, deleted records, classes, iterations, and
+the Python process's peak memory (tracemalloc: Python heap of the controller; ru_maxrss: the
+whole process, which on DuckDB includes the embedded engine's buffers). Then, per pattern and
+k, the growth exponent a of time ~ n^a fitted over the sizes run.
+
+Usage (from the repository root)::
+
+    python bench/bench_kanon.py --sizes 1000000 2000000 5000000 10000000 --patterns QI6 --k 5
+    python bench/bench_kanon.py --sizes 100000 --patterns QI1 QI2 QI3 QI4 QI5 QI6 --k 2 4 6 8 10
+    python bench/bench_kanon.py --backend postgres --sizes 1000000 --patterns QI6 --k 5
+
+PostgreSQL comes from tests/support/pg_server.py ($SETANON_TEST_PG_URL, Docker, or the local
+server binaries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from setanon_sql import api
+from setanon_sql.models.kanon import MODEL
+from setanon_sql.models.kanon.generate import generate_claims
+
+# The paper's QI patterns (§4.3).
+PATTERNS = {
+    "QI1": ["birth_year", "sex", "month"],
+    "QI2": ["birth_year", "sex", "month", "beds", "claim_type", "start_day"],
+    "QI3": ["diagnoses"],
+    "QI4": ["drugs"],
+    "QI5": ["diagnoses", "drugs"],
+    "QI6": ["birth_year", "sex", "month", "diagnoses"],
+}
+
+
+@contextlib.contextmanager
+def database(backend: str, workdir: Path) -> Iterator[str]:
+    if backend == "duckdb":
+        path = workdir / "kanon_bench.duckdb"
+        path.unlink(missing_ok=True)
+        yield f"duckdb:///{path}"
+        path.unlink(missing_ok=True)
+        return
+    from tests.support.pg_server import postgres_url
+
+    with postgres_url() as url:
+        if url is None:
+            raise SystemExit("no PostgreSQL server available")
+        yield url
+
+
+def fit_exponent(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares slope of log(time) over log(n)."""
+    if len(points) < 2:
+        return None
+    xs = [math.log(n) for n, _ in points]
+    ys = [math.log(t) for _, t in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["duckdb", "postgres"], default="duckdb")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--patterns", nargs="+", default=["QI6"], choices=list(PATTERNS))
+    parser.add_argument("--k", type=int, nargs="+", default=[5])
+    parser.add_argument("--beta", type=float, default=0.0)
+    parser.add_argument("--suppress-budget", type=float, default=0.01)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    args = parser.parse_args()
+    timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
+    print("backend | records | QI | k | generate s | anonymize s | NCP | disclosed share "
+          "| deleted | classes | iterations | tracemalloc peak MB | maxrss MB")
+    with database(args.backend, args.workdir) as url:
+        db = api.open_database(url, schema="kanon_bench")
+        try:
+            for n in args.sizes:
+                started = time.perf_counter()
+                dataset = generate_claims(db, f"claims{n}", n, args.seed, replace=True)
+                generated = time.perf_counter() - started
+                for pattern in args.patterns:
+                    for k in args.k:
+                        params = {"k": k, "beta": args.beta,
+                                  "suppress_budget": args.suppress_budget,
+                                  "qi": PATTERNS[pattern]}
+                        tracemalloc.start()
+                        started = time.perf_counter()
+                        run_id = api.anonymize(db, dataset, MODEL, params, args.seed)
+                        seconds = time.perf_counter() - started
+                        _, peak = tracemalloc.get_traced_memory()
+                        tracemalloc.stop()
+                        figures = api.get_run(db, dataset, run_id).figures
+                        timings.setdefault((pattern, k), []).append((n, seconds))
+                        shares = ", ".join(f"{name} {d['share']:.3f}"
+                                           for name, d in figures["disclosed_items"].items())
+                        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                        print(f"{args.backend} | {n:,} | {pattern} | {k} | {generated:.1f} | "
+                              f"{seconds:.1f} | {figures['ncp_overall']:.3f} | {shares or '-'} | "
+                              f"{figures['records_deleted']:,} | {figures['classes']['count']:,}"
+                              f" | {figures['iterations']} | {peak / 2**20:.1f} | {rss:.0f}",
+                              flush=True)
+                        for table in db.table_names(f"r{run_id}_"):
+                            db.drop_table(db.table(table))
+        finally:
+            db.close()
+    for (pattern, k), points in timings.items():
+        exponent = fit_exponent(points)
+        if exponent is not None:
+            print(f"growth {pattern} k={k}: time ~ n^{exponent:.2f} over "
+                  f"{', '.join(f'{n:,}' for n, _ in points)} records")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Synthetic claims generated inside the DBMS, shaped like the NEC paper's data (§4.1.1).
+
+``generate_claims(backend, "claims", 1_000_000, seed=1)`` creates a table dataset through the
+normal catalog: claim_id (id), birth_year, sex, month (yyyymm), beds, claim_type, start_day
+(single-valued QIs) and diagnoses and drugs (set-valued QIs with skewed item frequencies). Every
+value is a pure function of (seed, claim_id, column), computed in SQL with integer arithmetic,
+so the same seed gives the same data on DuckDB and PostgreSQL and nothing passes through
+Python.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import (
+    Attribute,
+    Dataset,
+    check_dataset_name,
+    next_dataset_id,
+    register_dataset,
+)
+from setanon_sql.errors import UsageError
+from setanon_sql.io.replace import drop_existing
+from setanon_sql.names import dict_table, items_table, qi_column, records_table
+
+BIGINT = exp.DataType.build("BIGINT")
+DOUBLE = exp.DataType.build("DOUBLE")
+# (attr_no, name, universe, most items per record, skew exponent)
+SETS = ((8, "diagnoses", 2000, 8, 3.0), (9, "drugs", 1500, 10, 2.5))
+CLAIM_TYPES = ("inpatient", "outpatient", "dental", "pharmacy")
+
+
+def _num(value: int | float) -> exp.Expression:
+    return exp.Literal.number(value)
+
+
+def _mod(value: exp.Expression, modulus: int) -> exp.Expression:
+    return exp.func("mod", value, _num(modulus))
+
+
+def _hash(key: exp.Expression, seed: int, salt: int) -> exp.Expression:
+    """An integer in [0, 2^31) from (seed, key, salt): two multiply-mod mixing rounds that stay
+    inside BIGINT on every engine (key < 2^31: at most 100M records of 16 items)."""
+    mixed = _mod(exp.Paren(this=key * _num(2654435761) + _num((seed * 1000003 + salt) * 40503
+                                                                % 4294967296)), 4294967296)
+    mixed = _mod(exp.Paren(this=mixed * _num(1103515245) + _num(12345)), 2147483648)
+    return _mod(exp.Paren(this=mixed * _num(69069) + _num(salt * 7919 + 1)), 2147483648)
+
+
+def _uniform(key: exp.Expression, seed: int, salt: int) -> exp.Expression:
+    """A double in [0, 1)."""
+    return exp.cast(_hash(key, seed, salt), DOUBLE) / _num(2147483648.0)
+
+
+def _below(key: exp.Expression, seed: int, salt: int, n: int, skew: float = 1.0) -> exp.Expression:
+    """An integer in [0, n), skewed towards 0 for skew > 1."""
+    u = _uniform(key, seed, salt)
+    if skew != 1.0:
+        u = exp.func("power", u, _num(skew))
+    return exp.cast(exp.func("floor", u * _num(n)), BIGINT)
+
+
+def _records_query(n: int, seed: int) -> exp.Select:
+    i = exp.column("i", table="g")
+    types = exp.Case(ifs=[exp.If(this=_below(i, seed, 6, 100) < _num(bound),
+                                 true=exp.Literal.string(label))
+                          for bound, label in zip((55, 85, 95), CLAIM_TYPES, strict=False)],
+                     default=exp.Literal.string(CLAIM_TYPES[-1]))
+    sex = exp.Case(ifs=[exp.If(this=_below(i, seed, 3, 2).eq(_num(0)),
+                               true=exp.Literal.string("F"))], default=exp.Literal.string("M"))
+    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
+    return exp.select(
+        i.as_("record_id"), i.as_("position"), i.as_(qi_column(1)),
+        (_num(1920) + _below(i, seed, 2, 96) ).as_(qi_column(2)),
+        sex.as_(qi_column(3)),
+        (_num(201301) + _below(i, seed, 4, 12)).as_(qi_column(4)),
+        _below(i, seed, 5, 1000, 3.0).as_(qi_column(5)),
+        types.as_(qi_column(6)),
+        (_num(1) + _below(i, seed, 7, 365)).as_(qi_column(7)),
+    ).from_(exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier("g"),
+                                                           columns=[exp.to_identifier("i")])))
+
+
+def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
+                 skew: float) -> exp.Select:
+    i, j = exp.column("i", table="g"), exp.column("j", table="s")
+    length = _num(1) + _below(i, seed, salt, most, 2.0)
+    key = i * _num(16) + j
+    item = exp.cast(_num(1) + _below(key, seed, salt + 1, universe, skew),
+                    exp.DataType.build("INT"))
+    per_record = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(length, BIGINT))
+    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
+    lateral = exp.Lateral(this=per_record, view=False, alias=exp.TableAlias(
+        this=exp.to_identifier("s"), columns=[exp.to_identifier("j")]))
+    inner = (exp.select(i.as_("record_id"), item.as_("item_id"))
+             .from_(exp.Table(this=series, alias=exp.TableAlias(
+                 this=exp.to_identifier("g"), columns=[exp.to_identifier("i")])))
+             .join(lateral, join_type="cross"))
+    return (exp.select("record_id", "item_id").distinct().from_(inner.subquery("x"))
+            .order_by("item_id", "record_id"))
+
+
+def _distinct(backend: Backend, table: exp.Table, column: str) -> int:
+    return int(backend.scalar(exp.select(exp.Count(this=exp.Distinct(
+        expressions=[exp.column(column)]))).from_(table.copy())))
+
+
+def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
+                    replace: bool = False) -> Dataset:
+    """Create dataset ``name`` of ``records`` synthetic claims in one transaction."""
+    check_dataset_name(name)
+    if not 1 <= records <= 100_000_000:
+        raise UsageError(f"--records must be between 1 and 100,000,000, got {records}")
+    if not 0 <= seed < 2**20:
+        raise UsageError(f"--seed must be between 0 and {2**20 - 1} for claims, got {seed}")
+    with backend.transaction():
+        drop_existing(backend, name, replace)
+        dataset_id = next_dataset_id(backend)
+        table = backend.table(records_table(dataset_id))
+        backend.materialize(table, _records_query(records, seed))
+        backend.create_access_index(table, ["record_id"])
+        names = ("claim_id", "birth_year", "sex", "month", "beds", "claim_type", "start_day")
+        attributes = [
+            Attribute(no, column, "id" if no == 1 else "qi",
+                      "text" if column in ("sex", "claim_type") else "integer",
+                      _distinct(backend, table, qi_column(no)))
+            for no, column in enumerate(names, start=1)]
+        for attr_no, column, universe, most, skew in SETS:
+            items = backend.table(items_table(dataset_id, attr_no))
+            backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe,
+                                                    most, skew))
+            backend.create_access_index(items, ["item_id", "record_id"])
+            backend.create_access_index(items, ["record_id", "item_id"])
+            dictionary = backend.table(dict_table(dataset_id, attr_no))
+            backend.materialize(dictionary, exp.select(
+                "item_id", exp.cast(exp.column("item_id"), exp.DataType.build("TEXT"))
+                .as_("label")).distinct().from_(items.copy()).order_by("item_id"))
+            attributes.append(Attribute(attr_no, column, "set", "items",
+                                        _distinct(backend, items, "item_id")))
+        options = {"delimiter": "\t", "item_separator": " ", "id_column": "claim_id",
+                   "generator": "claims", "seed": seed}
+        return register_dataset(backend, dataset_id, name, "table", None, records, options,
+                                attributes)
