@@ -1,0 +1,104 @@
+"""``--model rho``: ρ-uncertainty by partial suppression (Jia et al.).
+
+No sensitive association rule q -> e (q any itemset of a record, sensitive items included; e a
+sensitive item not in q) may hold with confidence above ρ. Occurrences of items are deleted
+(partial suppression, Alg. 1-2 with the H_dist or H_mine heuristic), or every occurrence of
+chosen item types (``--heuristic global``). The output is a record-by-record subset of the
+input. Optional: ``--m`` bounds the adversary's knowledge to m items (reported with the result),
+``--t-max`` partitions the data (divide-and-conquer, Alg. 3; see :mod:`.dnc` for why the union
+of safe partitions is safe).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset
+from setanon_sql.errors import InputError
+from setanon_sql.io.published import set_attribute_for_export
+from setanon_sql.models.base import Model
+from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.dnc import base_query, split_points
+from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, parse_params
+from setanon_sql.models.rho.qids import col
+from setanon_sql.models.rho.sensitive import build_sensitive
+from setanon_sql.models.rho.suppressor import Suppressor
+from setanon_sql.models.rho.verify import verify_run
+from setanon_sql.runs import RunContext
+
+
+def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
+              context: RunContext) -> None:
+    """Suppress item occurrences until the data is ρ-uncertain, and publish it."""
+    chosen = parse_params(params)
+    attribute = set_attribute_for_export(dataset, chosen.column)
+    items = backend.table(dataset.items_table(attribute))
+    dictionary = backend.table(dataset.dict_table(attribute))
+    lowest = backend.scalar("rho_min_item_id", tables={"items": items})
+    if lowest is not None and int(lowest) < 1:
+        raise InputError(f"dataset {dataset.name!r}: item ids must be >= 1 (found {lowest}); "
+                         "reload it with 'setanon load'")
+    shape = check_shape(backend, items, chosen.m)
+    sens = context.table("sensitive")
+    context.figures.update(build_sensitive(backend, sens, items, dictionary, chosen.sensitive,
+                                           chosen.sensitive_fraction, context.seed or 0))
+    starts = [0]
+    ranks = context.table("ranks")
+    if chosen.t_max is not None:
+        backend.materialize(ranks, "rho_record_ranks",
+                            tables={"records": backend.table(dataset.records_table)})
+        starts = split_points(backend, ranks, items, dataset.n_records, chosen.t_max)
+    base = context.table("base")
+    backend.materialize(base, base_query(items, ranks, starts))
+    backend.drop_table(ranks)
+    suppressor = Suppressor(backend, context, chosen, sens, shape.width, shape.max_q)
+    final, history = (base, []) if shape.width < 2 else suppressor.run(base)
+    out = context.table(f"items_{attribute.attr_no}")
+    backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
+    if final is not base:
+        backend.drop_table(final)
+    backend.drop_table(base)
+    _figures(backend, context, items, out, chosen.m, shape.max_q, starts, history)
+
+
+def _figures(backend: Backend, context: RunContext, items: exp.Table, out: exp.Table,
+             m: int | None, max_q: int, starts: list[int], history: list[dict[str, Any]]) -> None:
+    before = int(backend.scalar("rho_count_rows", tables={"t": items}))
+    after = int(backend.scalar("rho_count_rows", tables={"t": out}))
+    context.figures.update({
+        "qid_bound_m": m if m is not None else "none (every subset of a record)",
+        "largest_qid_checked": max_q, "partitions": len(starts),
+        "partition_first_ranks": starts[:64],
+        "occurrences": before, "suppressed": before - after,
+        "suppressed_share": (before - after) / before if before else 0.0,
+        "symmetric_kl": float(backend.scalar("rho_distribution",
+                                             tables={"items": items, "pub": out}) or 0.0),
+        "rounds": len(history), "history": history,
+    })
+
+
+OPTIONS = (
+    click.Option(["--rho"], type=float, required=True,
+                 help="highest confidence of a sensitive rule, in (0, 1), e.g. 0.7"),
+    click.Option(["--sensitive"], default=None, type=click.Path(dir_okay=False),
+                 help="file of sensitive item labels, one per line"),
+    click.Option(["--sensitive-fraction", "sensitive_fraction"], type=float, default=None,
+                 help="draw this share of the item types as sensitive, from --seed (e.g. 0.4)"),
+    click.Option(["--heuristic"], type=click.Choice(HEURISTICS), default="mine",
+                 show_default=True,
+                 help="dist: keep the item distribution (H_dist); mine: keep association rules "
+                      "(H_mine); global: suppress item types entirely (baseline)"),
+    click.Option(["--m"], type=int, default=None,
+                 help="the adversary knows at most m items (default: any subset of a record)"),
+    click.Option(["--b-max", "b_max"], type=int, default=DEFAULT_B_MAX, show_default=True,
+                 help="qid buffer capacity (distinct qids sanitized together)"),
+    click.Option(["--t-max", "t_max"], type=float, default=None,
+                 help="divide-and-conquer: split partitions whose cost (eq. 6) exceeds this"),
+    click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
+)
+
+MODEL = Model("rho", "rho-uncertainty by partial suppression", OPTIONS, anonymize, verify_run)

@@ -1,0 +1,64 @@
+"""Sizes of the exact check, and the exact count of unsafe rules of a table (used by verify).
+
+An unbounded adversary knows any subset of a record, so the check enumerates 2^len - 1 itemsets
+per record: the controller estimates the rows from the record-length histogram (a small
+aggregate) and refuses, suggesting ``--m``, when that is out of reach.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.errors import UsageError
+from setanon_sql.models.rho.qids import build_supports, subset_rows, unsafe_rules_query
+
+MAX_QID_ROWS = 100_000_000
+
+
+@dataclass(frozen=True)
+class CheckShape:
+    """Itemsets up to ``width`` items are enumerated; qids have at most ``max_q`` items."""
+
+    width: int
+    max_q: int
+    rows: int
+
+
+def check_shape(backend: Backend, items: exp.Table, m: int | None) -> CheckShape:
+    """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m."""
+    lengths = {int(length): int(count) for length, count in
+               backend.query("rho_length_histogram", tables={"items": items})}
+    longest = max(lengths, default=0)
+    width = longest if m is None else min(m + 1, longest)
+    rows = subset_rows(lengths, width)
+    if rows > MAX_QID_ROWS:
+        bound = "every subset of every record" if m is None else f"itemsets of up to {width}"
+        raise UsageError(
+            f"an exact check of {bound} means about {rows:,} (record, itemset) rows (records "
+            f"have up to {longest} items), more than {MAX_QID_ROWS:,}: bound the adversary's "
+            f"knowledge with {'--m 2' if m is None else f'a smaller --m than {m}'} (the bound "
+            "is reported with the result), or use the records with at most 5 items")
+    return CheckShape(width, width - 1 if m is None else m, rows)
+
+
+def count_unsafe(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
+                 sens: exp.Table, shape: CheckShape, num: int, den: int) -> tuple[int, float]:
+    """(number of unsafe rules, highest confidence of a rule) of ``cur`` (part = 0)."""
+    if shape.width < 2:
+        return 0, 0.0
+    levels, supx = build_supports(backend, table, cur, shape.width)
+    rules = unsafe_rules_query(supx, sens, None, shape.width, shape.max_q)
+    count = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(
+        rules.subquery("r")), {"num": num, "den": den}))
+    top = backend.scalar(exp.select(exp.func("max", exp.Div(
+        this=exp.cast(exp.column("sx", quoted=True), "DOUBLE PRECISION"),
+        expression=exp.column("sq", quoted=True)))).from_(
+        unsafe_rules_query(supx, sens, None, shape.width, shape.max_q).subquery("r")),
+        {"num": 0, "den": 1})
+    for level in (*levels, supx):
+        backend.drop_table(level)
+    return count, float(top or 0.0)

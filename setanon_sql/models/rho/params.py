@@ -1,0 +1,63 @@
+"""The parameters of ``--model rho``, checked before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from setanon_sql.errors import UsageError
+from setanon_sql.models.rho.sensitive import check_sensitive_source
+from setanon_sql.models.rho.suppression import rho_fraction
+
+HEURISTICS = ("dist", "mine", "global")
+DEFAULT_B_MAX = 10**6  # Jia et al. Sec. 4: b_max = 10^6
+
+
+@dataclass(frozen=True)
+class RhoParams:
+    """Validated parameters; ``m`` None means the adversary may know any number of items."""
+
+    rho: Fraction
+    m: int | None
+    heuristic: str
+    b_max: int
+    t_max: float | None
+    sensitive: str | None
+    sensitive_fraction: float | None
+    column: str | None
+
+
+def _positive_int(params: dict[str, Any], key: str, option: str, what: str) -> int | None:
+    value = params.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(f"{option} {value!r}: give {what} >= 1")
+    return value
+
+
+def parse_params(params: dict[str, Any]) -> RhoParams:
+    """Check every parameter and say which one is wrong and what to give instead."""
+    rho = params.get("rho")
+    try:
+        value = rho_fraction(rho) if rho is not None else None
+    except (ValueError, TypeError):
+        value = None
+    if value is None or not 0 < value < 1:
+        raise UsageError(f"--rho {rho!r} must be a number in (0, 1): the highest confidence an "
+                         "adversary may have in a sensitive item (e.g. 0.7)")
+    m = _positive_int(params, "m", "--m", "the largest number of items the adversary knows")
+    heuristic = params.get("heuristic") or "mine"
+    if heuristic not in HEURISTICS:
+        raise UsageError(f"--heuristic {heuristic!r} is not one of {', '.join(HEURISTICS)}")
+    b_max = _positive_int(params, "b_max", "--b-max", "the qid buffer's capacity")
+    t_max = params.get("t_max")
+    if t_max is not None and (not isinstance(t_max, (int, float)) or t_max <= 0):
+        raise UsageError(f"--t-max {t_max!r}: give the largest estimated cost of a partition "
+                         "(eq. 6), > 0, e.g. 500")
+    fraction = params.get("sensitive_fraction")
+    check_sensitive_source(params.get("sensitive"), fraction)
+    return RhoParams(value, m, heuristic, b_max or DEFAULT_B_MAX,
+                     float(t_max) if t_max is not None else None, params.get("sensitive"),
+                     float(fraction) if fraction is not None else None, params.get("column"))

@@ -1,0 +1,142 @@
+"""Qids, their supports and the unsafe rules q -> e, in SQL (Jia et al. Sec. 2.1).
+
+A qid is any non-empty itemset drawn from a record (sensitive items included); the table is safe
+w.r.t. ρ iff conf(q -> e) = sup(q + {e}) / sup(q) <= ρ for every qid q and sensitive e ∉ q.
+Itemsets are rows of ``width`` columns x1 < x2 < ... in increasing item id, padded with 0 (item
+ids are >= 1), so an itemset has exactly one row and joins on all columns. Every itemset X of
+size 1..width contained in a record is enumerated level-wise (level k joins level k-1 with the
+record's larger items), and its support is the number of records it comes from. A rule q -> e
+is then X = q + {e} with a sensitive member e, and q is X without e: both supports are rows of
+the same support table, so the whole check is a few joins. Shared with the personalized model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.sqlrender import identifier, with_alias
+
+
+def col(name: str, table: str | None = None) -> exp.Column:
+    """A quoted column reference."""
+    return exp.Column(this=identifier(name), table=identifier(table) if table else None)
+
+
+def placeholder(name: str) -> exp.Placeholder:
+    """A ``:name`` parameter bound by the driver."""
+    return exp.Placeholder(this=name)
+
+
+def xs(width: int) -> list[str]:
+    return [f"x{j}" for j in range(1, width + 1)]
+
+
+def level_query(cur: exp.Table, previous: exp.Table | None, k: int) -> exp.Select:
+    """Level k: one row (part, record_id, x1..xk) per record and k-itemset it contains."""
+    if k == 1:
+        return exp.select(col("part"), col("record_id"),
+                          col("item_id").as_("x1", quoted=True)).from_(cur.copy())
+    assert previous is not None
+    on = exp.and_(col("record_id", "c").eq(col("record_id", "p")),
+                  col("item_id", "c") > col(f"x{k - 1}", "p"))
+    return (exp.select(col("part", "p"), col("record_id", "p"),
+                       *(col(x, "p") for x in xs(k - 1)),
+                       col("item_id", "c").as_(f"x{k}", quoted=True))
+            .from_(with_alias(previous, "p")).join(with_alias(cur, "c"), on=on))
+
+
+def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
+    """(part, x1..x_width, size, n, first_rec): every itemset of every level and its support.
+
+    ``first_rec`` is the first record (in scan order) that generates the itemset: the qid buffer
+    it belongs to (Alg. 1 l.5).
+    """
+    parts: list[exp.Select] = []
+    for k, level in enumerate(levels, start=1):
+        present = [col(x) for x in xs(k)]
+        padding = [exp.Literal.number(0).as_(x, quoted=True) for x in xs(width)[k:]]
+        parts.append(
+            exp.select(col("part"), *present, *padding,
+                       exp.Literal.number(k).as_("size", quoted=True),
+                       exp.func("count", exp.Star()).as_("n", quoted=True),
+                       exp.func("min", col("record_id")).as_("first_rec", quoted=True))
+            .from_(level.copy()).group_by(col("part"), *present))
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    return exp.select("*").from_(query.subquery("u"))
+
+
+def _rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
+                        j: int, max_q: int) -> exp.Select:
+    """Rules whose consequent e is the j-th item of X; q is X without it."""
+    q_source = [f"x{p}" for p in range(1, width + 1) if p != j]
+    on_q = [col("part", "y").eq(col("part", "x"))]
+    on_q += [col(f"x{p}", "y").eq(col(source, "x")) for p, source in enumerate(q_source, 1)]
+    on_q.append(col(f"x{width}", "y").eq(exp.Literal.number(0)))
+    query = (exp.select(col("part", "x"),
+                        *(col(source, "x").as_(f"q{p}", quoted=True)
+                          for p, source in enumerate(q_source, 1)),
+                        col(f"x{j}", "x").as_("e", quoted=True),
+                        *(col(x, "x") for x in xs(width)),
+                        col("size", "x"), col("n", "x").as_("sx", quoted=True),
+                        col("n", "y").as_("sq", quoted=True),
+                        (col("w", "v") if win is not None else exp.Literal.number(0))
+                        .as_("w", quoted=True))
+             .from_(with_alias(supx, "x"))
+             .join(with_alias(sens, "s"), on=col("item_id", "s").eq(col(f"x{j}", "x")))
+             .join(with_alias(supx, "y"), on=exp.and_(*on_q)))
+    if win is not None:
+        query = query.join(with_alias(win, "v"), on=exp.and_(
+            col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
+    # Def.: unsafe iff sup(q + {e}) / sup(q) > ρ = num / den, in integers.
+    unsafe = (placeholder("den") * col("n", "x")) > (placeholder("num") * col("n", "y"))
+    return query.where(exp.and_(col("size", "x") >= exp.Literal.number(2),
+                                col("size", "y") <= exp.convert(max_q), unsafe))
+
+
+def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
+                       max_q: int) -> exp.Select:
+    """Every unsafe rule q -> e with |q| <= max_q, numbered by (part, e, X).
+
+    Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
+    sq = sup(q), w (the qid buffer of q; 0 without ``win``). Needs ``:num`` and ``:den``.
+    """
+    parts = [_rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    order = [col("part"), col("e"), *(col(x) for x in xs(width))]
+    rule_id = exp.Window(this=exp.RowNumber(),
+                         order=exp.Order(expressions=[exp.Ordered(this=c) for c in order]))
+    return exp.select(exp.cast(rule_id, "BIGINT").as_("rule_id", quoted=True), exp.Star()).from_(
+        query.subquery("r"))
+
+
+def subset_rows(lengths: dict[int, int], width: int) -> int:
+    """How many (record, itemset) rows an enumeration up to ``width`` items produces."""
+    from math import comb
+
+    return sum(count * sum(comb(length, k) for k in range(1, min(width, length) + 1))
+               for length, count in lengths.items())
+
+
+def build_supports(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
+                   width: int) -> tuple[list[exp.Table], exp.Table]:
+    """Materialize the levels lvl1..lvl_width of ``cur`` and the support table ``supx``.
+
+    ``table(purpose)`` names the work tables (a run's or a verification's).
+    """
+    levels: list[exp.Table] = []
+    for k in range(1, width + 1):
+        level = table(f"lvl{k}")
+        backend.drop_table(level)
+        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k))
+        levels.append(level)
+    supx = table("supx")
+    backend.drop_table(supx)
+    backend.materialize(supx, supports_query(levels, width))
+    return levels, supx

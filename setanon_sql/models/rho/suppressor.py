@@ -1,0 +1,119 @@
+"""PartialSuppressor (Jia et al. Alg. 1) and SanitizeBuffer (Alg. 2), one SQL pass per round.
+
+The controller keeps the buffer pointer and a few counts. A round recounts every qid's support
+in SQL, finds the unsafe rules q -> e of the current qid buffer, gives each its best item type d
+and N_s(d) by the heuristic (H_dist, H_mine), and sanitizes all rules that do not share a record
+of C(q + {e}) with a rule of higher priority — the rules the sequential Alg. 2, which takes the
+arg max first, would also sanitize before touching their records again. Their records are
+disjoint, so they are done together without over-suppressing; the others wait a round. When a
+full recount finds no unsafe rule in any buffer, the table is safe (Alg. 1 l.13). Each round
+suppresses at least one occurrence (the top rule is always admitted), so the loop ends.
+
+``--heuristic global`` is the global suppression baseline: every unsafe rule votes for an item
+type of q + {e} and every occurrence of the voted types goes. Global suppression never makes a
+safe rule unsafe (supports of itemsets without the type do not change), so it ends quickly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.rho.params import RhoParams
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
+from setanon_sql.models.rho.suppression import candidates_query, members_query, picks_query
+from setanon_sql.runs import RunContext
+
+WORK_TABLES = ("win", "rules", "istat", "cand", "chosen", "members", "blocked", "dels")
+
+
+@dataclass
+class Suppressor:
+    """One run of the partial suppressor over ``base`` (record_id, item_id, part)."""
+
+    backend: Backend
+    context: RunContext
+    params: RhoParams
+    sens: exp.Table
+    width: int
+    max_q: int
+
+    def _table(self, purpose: str) -> exp.Table:
+        return self.context.table(purpose)
+
+    def _rho(self) -> dict[str, int]:
+        return {"num": self.params.rho.numerator, "den": self.params.rho.denominator}
+
+    def run(self, base: exp.Table) -> tuple[exp.Table, list[dict[str, Any]]]:
+        """Suppress until safe; returns the final table and one history entry per round."""
+        backend = self.backend
+        istat0 = self._table("istat0")
+        backend.materialize(istat0, "rho_istat0", tables={"base": base})
+        cur, pointer, history = base, 0, []
+        for round_no in range(1, 10**9):
+            started = time.perf_counter()
+            levels, supx = build_supports(backend, self._table, cur, self.width)
+            win = self._fresh("win")
+            backend.materialize(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
+                                {"supx": supx})
+            rules = self._fresh("rules")
+            backend.materialize(rules, unsafe_rules_query(supx, self.sens, win, self.width,
+                                                          self.max_q), self._rho())
+            n_unsafe, at_or_after, first = backend.query("rho_rule_summary", {"w": pointer},
+                                                         {"rules": rules})[0]
+            if int(n_unsafe) == 0:
+                history.append({"round": round_no, "unsafe_rules": 0,
+                                "seconds": round(time.perf_counter() - started, 3)})
+                break
+            pointer = int(at_or_after if at_or_after is not None else first)
+            dels = self._sanitize(cur, istat0, rules, levels, pointer, round_no)
+            n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
+            if n_dels == 0:
+                raise RuntimeError(f"round {round_no} suppressed nothing although "
+                                   f"{n_unsafe} rules are unsafe")
+            following = self._fresh(f"cur{round_no % 2}")
+            backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
+            if cur is not base:
+                backend.drop_table(cur)
+            cur = following
+            history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
+                            "suppressed": n_dels,
+                            "seconds": round(time.perf_counter() - started, 3)})
+        for purpose in (*WORK_TABLES, "supx", "istat0", *(f"lvl{k}" for k in
+                                                         range(1, self.width + 1))):
+            backend.drop_table(self._table(purpose))
+        return cur, history
+
+    def _fresh(self, purpose: str) -> exp.Table:
+        table = self._table(purpose)
+        self.backend.drop_table(table)
+        return table
+
+    def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table,
+                  levels: list[exp.Table], buffer: int, round_no: int) -> exp.Table:
+        """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
+        backend = self.backend
+        istat = self._fresh("istat")
+        backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
+        cand = self._fresh("cand")
+        backend.materialize(cand, candidates_query(rules, self.width),
+                            {"w": buffer, **self._rho()})
+        dels = self._fresh("dels")
+        if self.params.heuristic == "global":
+            backend.materialize(dels, "rho_global_choose",
+                                tables={"cand": cand, "istat": istat, "cur": cur})
+            return dels
+        chosen = self._fresh("chosen")
+        backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
+                            {"cand": cand, "istat": istat, "rules": rules})
+        members = self._fresh("members")
+        backend.materialize(members, members_query(backend, chosen, levels, self.width),
+                            {"seed": self.context.seed or 0, "round": round_no})
+        blocked = self._fresh("blocked")
+        backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
+        backend.materialize(dels, picks_query(chosen, members, blocked))
+        return dels
