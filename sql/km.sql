@@ -161,3 +161,114 @@ SELECT count(*) FROM (
 
 -- name: km_unmapped_items
 SELECT count(*) FROM dict AS d WHERE d.item_id NOT IN (SELECT item_id FROM map)
+
+-- Sampling ℓ-itemsets uniformly from the ORIGINAL data (Sec. IV). km_uniform(...) is replaced
+-- by a portable hash of its arguments in [0, 1) (sampler.py): the same draws on every backend.
+
+-- name: km_sample_weights
+-- Records with at least ℓ items, weighted by C(|D_u|, ℓ) (their number of ℓ-itemsets), with
+-- adjacent cumulative ranges [lo, hi): drawing a point uniformly picks a record by weight.
+WITH w AS (
+    SELECT record_id, count(*) AS len FROM items GROUP BY record_id HAVING count(*) >= :ell
+), c AS (
+    SELECT record_id, sum(weight) OVER (ORDER BY record_id ROWS UNBOUNDED PRECEDING) AS hi
+    FROM (SELECT record_id, km_binomial(len) AS weight FROM w) AS x
+)
+SELECT record_id, coalesce(lag(hi) OVER (ORDER BY record_id), 0.0) AS lo, hi FROM c
+
+-- name: km_sample_buckets
+-- Each record listed under every bucket its range touches: turns the range lookup of a drawn
+-- point into an equi-join (PostgreSQL would otherwise scan all records per point).
+SELECT b.bucket, r.record_id, r.lo, r.hi
+FROM recw AS r
+CROSS JOIN LATERAL generate_series(CAST(floor(r.lo / :z * :nb) AS BIGINT),
+                                   CAST(floor(r.hi / :z * :nb) AS BIGINT)) AS b(bucket)
+
+-- name: km_sample_records
+-- :n proposals of round :round: a record drawn with probability C(|D_u|, ℓ) / Z.
+WITH p AS (
+    SELECT g.pid, km_uniform('record', :seed, :ell, :round, g.pid) * :z AS t
+    FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS g(pid)
+)
+SELECT p.pid, b.record_id
+FROM p JOIN recb AS b
+    ON b.bucket = CAST(floor(p.t / :z * :nb) AS BIGINT) AND b.lo <= p.t AND p.t < b.hi
+
+-- name: km_sample_subsets
+-- A uniform ℓ-subset of each drawn record: its ℓ items of smallest hash.
+SELECT pid, item_id FROM (
+    SELECT p.pid, i.item_id,
+           row_number() OVER (PARTITION BY p.pid
+                              ORDER BY km_uniform('subset', :seed, :ell, :round, p.pid,
+                                                  i.item_id), i.item_id) AS r
+    FROM props AS p JOIN items AS i ON i.record_id = p.record_id
+) AS ranked
+WHERE r <= :ell
+
+-- name: km_sample_accept
+-- A proposed itemset C is drawn with probability supp(C) / Z; accepting it with probability
+-- 1 / supp(C) leaves every itemset of Omega^ℓ equally likely (rejection sampling), and draws
+-- are independent, as Theorem 1 requires. New samples are numbered after :offset.
+WITH supp AS (
+    SELECT pid, count(*) AS supp FROM (
+        SELECT s.pid, i.record_id
+        FROM subs AS s JOIN items AS i ON i.item_id = s.item_id
+        GROUP BY s.pid, i.record_id
+        HAVING count(*) = :ell
+    ) AS holders
+    GROUP BY pid
+), kept AS (
+    SELECT pid, supp FROM supp
+    WHERE km_uniform('accept', :seed, :ell, :round, pid) * supp < 1
+), numbered AS (
+    SELECT pid, supp, CAST(:offset + row_number() OVER (ORDER BY pid) AS BIGINT) AS sid
+    FROM kept
+)
+SELECT k.sid, s.item_id, k.supp
+FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
+
+-- name: km_sample_union
+SELECT sid, item_id, supp FROM samples UNION ALL SELECT sid, item_id, supp FROM fresh
+
+-- name: km_sample_groups
+-- The samples generalized by the cut, identical generalized itemsets grouped (gid).
+WITH sn AS (
+    SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
+), keyed AS (
+    SELECT sid, string_agg(CAST(node_id AS TEXT), ',' ORDER BY node_id) AS gkey
+    FROM sn GROUP BY sid
+), groups AS (
+    SELECT gkey, CAST(row_number() OVER (ORDER BY min(sid)) AS BIGINT) AS gid, count(*) AS n
+    FROM keyed GROUP BY gkey
+)
+SELECT DISTINCT g.gid AS vid, sn.node_id, g.n
+FROM sn JOIN keyed AS k ON k.sid = sn.sid JOIN groups AS g ON g.gkey = k.gkey
+
+-- name: km_group_violations
+-- Generalized sample itemsets with support below :k in <R, D> (vid, node_id, samples).
+WITH sizes AS (SELECT vid, count(*) AS size FROM groups GROUP BY vid),
+holders AS (
+    SELECT gr.vid, g.record_id
+    FROM groups AS gr
+    JOIN sizes AS sz ON sz.vid = gr.vid
+    JOIN g ON g.node_id = gr.node_id
+    GROUP BY gr.vid, g.record_id, sz.size
+    HAVING count(*) = sz.size
+), support AS (
+    SELECT s.vid, count(h.record_id) AS supp
+    FROM sizes AS s LEFT JOIN holders AS h ON h.vid = s.vid GROUP BY s.vid
+)
+SELECT gr.vid, gr.node_id, gr.n
+FROM groups AS gr JOIN support AS s ON s.vid = gr.vid
+WHERE s.supp < :k
+
+-- name: km_published_cut
+-- A published run as a cut: original item -> published item id (for checks by sampling).
+SELECT m.item_id, pd.item_id AS node_id FROM map AS m JOIN pdict AS pd ON pd.label = m.label
+
+-- name: km_published_generalized
+SELECT record_id, item_id AS node_id FROM published
+
+-- name: km_sample_unique_share
+-- Samples whose itemset occurs in exactly one record of the original data, and all samples.
+SELECT count(DISTINCT CASE WHEN supp = 1 THEN sid END), count(DISTINCT sid) FROM samples

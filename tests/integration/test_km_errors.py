@@ -70,12 +70,6 @@ def test_k_above_the_number_of_records(db: Backend, baskets: api.Dataset,
     assert db.table_names("r1_") == []
 
 
-def test_sampled_guarantee_is_refused_until_available(db: Backend, baskets: api.Dataset) -> None:
-    with pytest.raises(api.UsageError, match="not available yet"):
-        api.anonymize(db, baskets, require_model("km"),
-                      {"k": "2", "m": 2, "sigma": "0.99"}, seed=1)
-
-
 def test_cli_anonymize_verify_export(db_url: DbUrl, tmp_path: Path) -> None:
     runner = CliRunner()
     data, hierarchy = write(tmp_path / "b.dat", DATA), write(tmp_path / "h.txt", HIERARCHY)

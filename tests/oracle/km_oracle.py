@@ -92,3 +92,32 @@ def ncp(original: list[frozenset[str]], mapping: dict[str, str],
     if total <= 1 or not occurrences:
         return 0.0
     return sum(leaves[mapping[i]] - 1 for i in occurrences) / ((total - 1) * len(occurrences))
+
+
+def itemset_supports(records: list[frozenset[str]], ell: int) -> Counter[tuple[str, ...]]:
+    """Support of every ℓ-itemset that occurs (Omega^ℓ with supports)."""
+    support: Counter[tuple[str, ...]] = Counter()
+    for record in records:
+        support.update(combinations(sorted(record), ell))
+    return support
+
+
+def violating_share(original: list[frozenset[str]], published: list[frozenset[str]],
+                    mapping: dict[str, str], k: int, ell: int) -> float:
+    """Pr[an ℓ-itemset drawn uniformly from Omega^ℓ of the ORIGINAL data is not k-anonymous
+    after generalization] (Acs et al. Def. 1 with the uniform B_ℓ), computed exactly."""
+    omega = itemset_supports(original, ell)
+    if not omega:
+        return 0.0
+    bad = 0
+    for itemset in omega:
+        image = frozenset(mapping[i] for i in itemset)
+        if sum(1 for record in published if image <= record) < k:
+            bad += 1
+    return bad / len(omega)
+
+
+def unicity(records: list[frozenset[str]], ell: int) -> float:
+    """Share of the ℓ-itemsets that occur in exactly one record (Sec. VI-B)."""
+    omega = itemset_supports(records, ell)
+    return sum(1 for n in omega.values() if n == 1) / len(omega) if omega else 0.0

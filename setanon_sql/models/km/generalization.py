@@ -49,10 +49,12 @@ class Generalization:
     items: exp.Table
     dict: exp.Table
     hierarchy_id: int
+    prefix: str = ""
     version: int = 0
 
     def table(self, purpose: str) -> exp.Table:
-        return self.context.table(purpose)
+        """A work table of this search (``prefix`` keeps independent trials apart)."""
+        return self.context.table(self.prefix + purpose)
 
     @property
     def cut(self) -> exp.Table:
@@ -129,9 +131,9 @@ class Generalization:
         b.materialize(pubid, "km_published_ids", None,
                       {"cut": self.cut, "hnode": self.table("hnode")})
         bound = {"cut": self.cut, "pubid": pubid, "items": self.items}
-        b.materialize(self.table(f"map_{attr_no}"), "km_publish_map", None, bound)
-        b.materialize(self.table(f"dict_{attr_no}"), "km_publish_dict", None, bound)
-        b.materialize(self.table(f"items_{attr_no}"), "km_publish_items", None, bound)
+        for kind in ("map", "dict", "items"):
+            b.materialize(self.context.table(f"{kind}_{attr_no}"), f"km_publish_{kind}", None,
+                          bound)
         b.drop_table(pubid)
 
     def drop_work_tables(self) -> None:

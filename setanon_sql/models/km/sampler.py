@@ -1,0 +1,135 @@
+"""Uniform, independent samples of ℓ-itemsets of the original data, drawn in batches in SQL.
+
+Theorem 1 needs itemsets drawn independently and uniformly from Omega^ℓ (the ℓ-itemsets that
+occur in D). Acs et al. draw them with the Metropolis-Hastings chain of Alg. 1, whose proposal
+is "a record, then an ℓ-subset of it", corrected by q(x). Here the same proposal, with records
+weighted by C(|D_u|, ℓ), is corrected by rejection instead: an itemset C is then proposed with
+probability supp(C) / Z, and accepting it with probability 1 / supp(C) makes every itemset
+equally likely. The draws are exactly uniform and independent, so no mixing time (Theorem 3)
+or convergence diagnostic (Geweke) is needed; a batch of proposals is a few SQL statements.
+Randomness is a hash of (seed, stream, round, proposal), the same on every backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.sqlrender import parsed
+
+_HEX = "0123456789abcdef"
+_MAX_PROPOSALS = 2_000_000
+
+
+def uniform(*parts: exp.Expression) -> exp.Expression:
+    """A number in [0, 1) from the first 32 bits of md5 of the parts (portable hex decoding)."""
+    text = exp.ConcatWs(expressions=[exp.Literal.string("|"),
+                                     *(exp.cast(p, "TEXT") for p in parts)])
+    digest = exp.MD5(this=text)
+    value: exp.Expression | None = None
+    for i in range(8):
+        digit = exp.Sub(this=exp.StrPosition(
+            this=exp.Literal.string(_HEX),
+            substr=exp.Substring(this=digest.copy(), start=exp.Literal.number(i + 1),
+                                 length=exp.Literal.number(1))), expression=exp.Literal.number(1))
+        term = exp.Mul(this=exp.cast(digit, "BIGINT"),
+                       expression=exp.Literal.number(16 ** (7 - i)))
+        value = term if value is None else exp.Add(this=value, expression=term)
+    assert value is not None
+    return exp.Div(this=exp.cast(exp.paren(value), "DOUBLE PRECISION"),
+                   expression=exp.Literal.number(float(2 ** 32)))
+
+
+def binomial(n: exp.Expression, ell: int) -> exp.Expression:
+    """C(n, ℓ) as a float: the product of (n - i) / (i + 1) for i < ℓ."""
+    value: exp.Expression = exp.Literal.number(1.0)
+    for i in range(ell):
+        factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
+                                       "DOUBLE PRECISION"),
+                         expression=exp.Literal.number(float(i + 1)))
+        value = exp.Mul(this=value, expression=factor)
+    return value
+
+
+def statement(name: str, ell: int) -> exp.Expression:
+    """Named statement ``name`` with km_uniform / km_binomial expanded for size ``ell``."""
+
+    def expand(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "km_uniform":
+            return uniform(*node.expressions)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "km_binomial":
+            return binomial(node.expressions[0], ell)
+        return node
+
+    return parsed(name).copy().transform(expand)
+
+
+@dataclass
+class Sampler:
+    """Draws samples of one dataset's record-item table; tables named by ``table(purpose)``."""
+
+    backend: Backend
+    items: exp.Table
+    table: Callable[[str], exp.Table]
+    seed: int
+    stream: int
+    rounds: int = 0
+    acceptance: dict[int, float] = field(default_factory=dict)
+    proposals: int = 0
+
+    def _count(self, table: exp.Table, column: str = "*") -> int:
+        what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
+        return int(self.backend.scalar(exp.select(exp.func("count", what)).from_(table.copy())))
+
+    def draw(self, ell: int, count: int, target: exp.Table) -> int:
+        """Create ``target(sid, item_id, supp)`` with at least ``count`` samples of size ℓ
+        (fewer only if Omega^ℓ is empty); ``supp`` is the itemset's support in D."""
+        b = self.backend
+        recw, recb = self.table("recw"), self.table("recb")
+        b.materialize(recw, statement("km_sample_weights", ell), {"ell": ell},
+                      {"items": self.items})
+        nb = self._count(recw)
+        z = float(b.scalar(exp.select(exp.func("max", exp.column("hi"))).from_(recw.copy()))
+                  or 0.0)
+        b.materialize(target, exp.select("sid", "item_id", "supp").from_(
+            exp.select(exp.cast(exp.Literal.number(0), "BIGINT").as_("sid"),
+                       exp.cast(exp.Literal.number(0), "BIGINT").as_("item_id"),
+                       exp.cast(exp.Literal.number(0), "BIGINT").as_("supp")).subquery("e"))
+            .where(exp.false()))
+        have = 0
+        if nb:
+            b.materialize(recb, statement("km_sample_buckets", ell), {"z": z, "nb": nb},
+                          {"recw": recw})
+            while have < count:
+                have = self._round(ell, count - have, have, z, nb, target)
+            b.drop_table(recb)
+        b.drop_table(recw)
+        return have
+
+    def _round(self, ell: int, missing: int, have: int, z: float, nb: int,
+               target: exp.Table) -> int:
+        b = self.backend
+        self.rounds += 1
+        rate = self.acceptance.get(ell, 0.5)
+        n = min(_MAX_PROPOSALS, math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
+        props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
+        common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
+        b.materialize(props, statement("km_sample_records", ell),
+                      {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
+        b.materialize(subs, statement("km_sample_subsets", ell), common,
+                      {"props": props, "items": self.items})
+        b.materialize(fresh, statement("km_sample_accept", ell), {**common, "offset": have},
+                      {"subs": subs, "items": self.items})
+        accepted = self._count(fresh, "sid")
+        self.proposals += n
+        self.acceptance[ell] = max(accepted / n, 0.001)
+        b.materialize(merged, "km_sample_union", None, {"samples": target, "fresh": fresh})
+        for table in (props, subs, fresh, target):
+            b.drop_table(table)
+        b.materialize(target, exp.select("*").from_(merged.copy()))
+        b.drop_table(merged)
+        return have + accepted

@@ -1,0 +1,85 @@
+"""--model km with σ < 1: the sampler, the sampled search and the unicity estimate, checked by
+the brute-force oracle (exact shares over every itemset) on both backends."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql import api
+from setanon_sql.backends.base import Backend
+from setanon_sql.models import require_model
+from setanon_sql.models.km.risk import estimate_unicity
+from setanon_sql.models.km.sampler import Sampler
+from tests.integration.test_km import random_case, run_km
+from tests.oracle import km_oracle
+
+
+def test_samples_are_uniform_over_the_itemsets_that_occur(db: Backend, tmp_path: Path) -> None:
+    data, _ = random_case(tmp_path, 11)
+    dataset = api.load_transactions(db, data, "s")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    dictionary = db.table(dataset.dict_table(dataset.set_attributes[0]))
+    labels = dict(db.query(exp.select("item_id", "label").from_(dictionary)))
+    omega = km_oracle.itemset_supports(km_oracle.read_fimi(data), 2)
+    sampler = Sampler(db, items, lambda p: db.table(f"x_{p}"), seed=5, stream=1)
+    target = db.table("x_target")
+    drawn = sampler.draw(2, 40 * len(omega), target)
+    rows = db.query(exp.select("sid", "item_id", "supp").from_(target))
+    by_sample: dict[int, list[str]] = {}
+    for sid, item_id, supp in rows:
+        by_sample.setdefault(sid, []).append(labels[item_id])
+        itemset = tuple(sorted(by_sample[sid]))
+        if len(itemset) == 2:
+            assert omega[itemset] == supp  # the support carried along is the true one
+    counts = Counter(tuple(sorted(v)) for v in by_sample.values())
+    assert len(by_sample) == drawn >= 40 * len(omega)
+    assert set(counts) == set(omega)  # only itemsets that occur, and all of them
+    expected = drawn / len(omega)
+    assert max(abs(n - expected) for n in counts.values()) < 5 * math.sqrt(expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sampled_km_meets_sigma_exactly_measured(db: Backend, tmp_path: Path, seed: int) -> None:
+    data, hierarchy = random_case(tmp_path, seed)
+    k, sigma = 3, 0.85
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
+                                             sigma=str(sigma), trials=1 + seed % 2,
+                                             exact_upto=seed % 2)
+    original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    parent = km_oracle.read_hierarchy(hierarchy)
+    for ell in (1, 2):
+        share = km_oracle.violating_share(original, published, mapping, k, ell)
+        assert share <= 1 - sigma, (ell, share)
+    if seed % 2:
+        assert km_oracle.km_violations(published, [k], 1) == []
+    assert km_oracle.cut_problems(mapping, parent) == []
+    assert km_oracle.generalization_problems(original, published, mapping) == []
+    assert run.figures["ncp"] == pytest.approx(km_oracle.ncp(original, mapping, parent))
+    assert api.verify(db, dataset, run).ok
+
+
+def test_sampled_run_is_reproducible(db: Backend, tmp_path: Path) -> None:
+    data, hierarchy = random_case(tmp_path, 5)
+    params = {"k": "3", "m": 2, "sigma": "0.8"}
+    dataset, _, out1, map1 = run_km(db, data, hierarchy, tmp_path, **params)
+    again = api.anonymize(db, dataset, require_model("km"), params, seed=1)
+    out2, map2 = tmp_path / "again.dat", tmp_path / "again.txt"
+    api.export_dataset(db, dataset, out2, run=api.get_run(db, dataset, again), mapping=map2)
+    assert (out1.read_text(), map1.read_text()) == (out2.read_text(), map2.read_text())
+
+
+def test_unicity_estimate_is_within_its_bound(db: Backend, tmp_path: Path) -> None:
+    data, _ = random_case(tmp_path, 4)
+    dataset = api.load_transactions(db, data, "u")
+    estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.01)
+    records = km_oracle.read_fimi(data)
+    for estimate in estimates:
+        truth = km_oracle.unicity(records, estimate["size"])
+        assert abs(estimate["unique_share"] - truth) <= 0.05, (estimate, truth)
+    assert [t for t in db.table_names("tmp_")] == []
