@@ -1,0 +1,154 @@
+"""The report's plots: matplotlib figures from aggregates, returned as inline SVG text.
+
+Only aggregates reach this module (see :mod:`setanon_sql.report.data`). Figures are built with
+matplotlib's object API (no pyplot, no global state) and saved as SVG with text kept as text,
+no timestamp and a fixed id salt, so the same data gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import matplotlib
+from matplotlib import ticker
+from matplotlib.figure import Figure
+
+BEFORE = "#4c72b0"  # colour-blind safe pair (seaborn "deep" blue / orange)
+AFTER = "#dd8452"
+REMOVED = "#c44e52"
+ADDED = "#55a868"
+_WIDTH = 6.4
+_NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
+
+
+def to_svg(figure: Figure, salt: str) -> str:
+    """The figure as an ``<svg>`` element to inline in HTML (no XML prolog, no date)."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"setanon-{salt}"}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata=_NO_METADATA)
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _figure(height: float = 3.4) -> tuple[Figure, Any]:
+    # No layout engine: the tight bounding box at save time suffices for one panel, at half
+    # the cost of a constrained layout.
+    figure = Figure(figsize=(_WIDTH, height))
+    axes = figure.add_subplot()
+    axes.grid(True, which="major", color="#dddddd", linewidth=0.6)
+    axes.set_axisbelow(True)
+    return figure, axes
+
+
+def support_curves(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None) -> str:
+    """Item support by rank, before and after, on log-log axes."""
+    figure, axes = _figure()
+    for points, label, colour in ((before, "as loaded", BEFORE), (after, "published", AFTER)):
+        if points:
+            axes.plot([p[0] for p in points], [p[1] for p in points], drawstyle="steps-post",
+                      color=colour, label=label, linewidth=1.6)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("item rank (most frequent first)")
+    axes.set_ylabel("support (records)")
+    axes.legend(frameon=False)
+    return to_svg(figure, "support")
+
+
+def record_lengths(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None) -> str:
+    """Records by number of items, before and after (log count axis)."""
+    figure, axes = _figure()
+    series = [(before, "as loaded", BEFORE)]
+    if after is not None:
+        series.append((after, "published", AFTER))
+    for points, label, colour in series:
+        axes.plot([p[0] for p in points], [p[1] for p in points], drawstyle="steps-mid",
+                  color=colour, label=label, linewidth=1.6)
+    axes.set_yscale("log")
+    axes.set_xlabel("record length (items)")
+    axes.set_ylabel("records")
+    axes.legend(frameon=False)
+    return to_svg(figure, "lengths")
+
+
+def item_changes(top: Sequence[dict[str, Any]]) -> str:
+    """Occurrences removed from and added to records, for the labels changed most."""
+    rows = list(reversed(top))
+    figure, axes = _figure(height=max(2.4, 0.28 * len(rows) + 1.2))
+    positions = range(len(rows))
+    axes.barh(positions, [-r["removed"] for r in rows], color=REMOVED,
+              label="removed from records (suppressed, generalized or swapped away)")
+    axes.barh(positions, [r["added"] for r in rows], color=ADDED,
+              label="added to records (generalized label or swapped in)")
+    axes.set_yticks(list(positions), [_short(r["label"]) for r in rows])
+    axes.axvline(0, color="#333333", linewidth=0.8)
+    axes.set_xlabel("item occurrences (removed to the left, added to the right)")
+    axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{abs(v):,.0f}"))
+    axes.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize="small")
+    return to_svg(figure, "changes")
+
+
+def _short(label: str, limit: int = 28) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def class_sizes(sizes: Sequence[Sequence[int]], k: float | None) -> str:
+    """Equivalence classes by size; the model's k as a dashed line when known."""
+    figure, axes = _figure()
+    axes.bar([s[0] for s in sizes], [s[1] for s in sizes], color=AFTER, width=0.8)
+    if k is not None:
+        axes.axvline(k - 0.5, color="#333333", linestyle="--", linewidth=1, label=f"k = {k:g}")
+        axes.legend(frameon=False)
+    axes.set_yscale("log")
+    axes.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    axes.set_xlabel("class size (records)")
+    axes.set_ylabel("classes")
+    return to_svg(figure, "classes")
+
+
+def unicity(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]] | None) -> str:
+    """Share of unique ℓ-itemsets and of records holding one, for ℓ = 1, 2, before and after."""
+    figure = Figure(figsize=(_WIDTH, 3.2), layout="constrained")
+    panels = figure.subplots(1, 2, sharey=True)
+    versions = [("as loaded", before, BEFORE)]
+    if after is not None:
+        versions.append(("published", after, AFTER))
+    width = 0.8 / len(versions)
+    for axes, key, title in ((panels[0], "unique_share", "distinct ℓ-itemsets of support 1"),
+                             (panels[1], "records_at_risk_share", "records holding one")):
+        for offset, (label, rows, colour) in enumerate(versions):
+            xs = [row["ell"] + (offset - (len(versions) - 1) / 2) * width for row in rows]
+            ys = [100 * row[key] for row in rows]
+            axes.bar(xs, ys, width=width, color=colour, label=label)
+        axes.set_xticks([1, 2], ["ℓ = 1", "ℓ = 2"])
+        axes.set_title(title, fontsize="medium")
+        axes.grid(True, axis="y", color="#dddddd", linewidth=0.6)
+        axes.set_axisbelow(True)
+    panels[0].set_ylabel("percent")
+    panels[1].legend(frameon=False)
+    return to_svg(figure, "unicity")
+
+
+def tradeoff(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str,
+             percent: bool, categories: Sequence[str] | None, salt: str) -> str:
+    """One utility figure against the privacy parameter, one line per model (and fixed params).
+
+    ``categories`` replaces numeric x ticks when the runs differ in a non-numeric way.
+    """
+    figure, axes = _figure(height=3.0)
+    for (label, points), marker in zip(sorted(series.items()), "osD^v<>ph*", strict=False):
+        points = sorted(points)
+        axes.plot([p[0] for p in points], [100 * p[1] if percent else p[1] for p in points],
+                  marker=marker, label=label, linewidth=1.6)
+    if categories is not None:
+        axes.set_xticks(range(len(categories)), list(categories))
+    axes.set_title(y_label, fontsize="medium")
+    axes.set_xlabel(x_label)
+    if percent:
+        axes.set_ylabel("percent")
+        axes.set_ylim(bottom=0)
+    if len(series) > 1:
+        axes.legend(frameon=False, fontsize="small")
+    return to_svg(figure, salt)

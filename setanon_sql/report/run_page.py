@@ -1,0 +1,145 @@
+"""The HTML page of one run (or of a dataset as loaded), drawn from :func:`build_report`'s dict."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from setanon_sql.report import plots
+from setanon_sql.report.figures import figure_rows, format_value
+from setanon_sql.report.html import figure, page, params_text, table, verdict
+
+
+def figure_ids(report: dict[str, Any]) -> list[str]:
+    """Ids of the figures the page of ``report`` holds, in page order."""
+    ids = []
+    for attribute in report["attributes"]:
+        no = attribute["attr_no"]
+        ids += [f"fig-{no}-support", f"fig-{no}-lengths"]
+        if attribute["changes"] is not None and attribute["changes"]["top"]:
+            ids.append(f"fig-{no}-changes")
+        ids.append(f"fig-{no}-unicity")
+    if report.get("classes"):
+        ids.append("fig-classes")
+    return ids
+
+
+def _what_was_done(report: dict[str, Any]) -> str:
+    summary, run = report["summary"], report["run"]
+    rows = [["dataset", f"{summary['dataset']} ({summary['kind']})"],
+            ["source", summary["source"] or "-"],
+            ["records", f"{summary['records']:,}"],
+            ["backend", summary["backend"]]]
+    if run is not None:
+        rows += [["model", run["model"]], ["parameters", params_text(run["params"])],
+                 ["seed", run["seed"]],
+                 ["runtime", f"{run['seconds']:.2f} s" if run["seconds"] is not None else "-"],
+                 ["package version", run["package_version"]],
+                 ["run backend", run["backend"]]]
+    return "<h2>What was done</h2>" + table(None, rows)
+
+
+def _utility(report: dict[str, Any]) -> str:
+    run = report["run"]
+    parts = ["<h2>Utility</h2>"]
+    rows = figure_rows(run["figures"]) if run else []
+    scalars = [[r.name, r.text] for r in rows if r.table is None]
+    if scalars:
+        parts.append("<h3>Figures reported by the model</h3>"
+                     + table(["figure", "value"], scalars, {1}))
+    for row in (r for r in rows if r.table is not None):
+        header = sorted({k for entry in row.table for k in entry})
+        cells = [[format_value(k, entry.get(k)) for k in header] for entry in row.table]
+        parts.append(f"<details><summary>{escape(row.name)} ({escape(row.text)})</summary>"
+                     f"{table(header, cells)}</details>")
+    measured = []
+    for attribute in report["attributes"]:
+        before, after = attribute["before"], attribute["after"]
+        prefix = f"{attribute['name']}: " if len(report["attributes"]) > 1 else ""
+        pairs = [("records", "records"), ("distinct items", "distinct_items"),
+                 ("item occurrences", "item_occurrences"), ("average record length",
+                                                             "avg_length")]
+        for label, key in pairs:
+            measured.append([prefix + label, format_value(key, before[key]),
+                             format_value(key, after[key]) if after else ""])
+        if attribute["changes"] is not None:
+            totals = attribute["changes"]["totals"]
+            measured.append([prefix + "item occurrences removed", "",
+                             f"{totals['removed']:,} ({100 * totals['removed_share']:.2f} %)"])
+            measured.append([prefix + "item occurrences added", "",
+                             f"{totals['added']:,} ({100 * totals['added_share']:.2f} %)"])
+    header = ["measured in the DBMS", "as loaded"] + (["published"] if run else [])
+    parts.append("<h3>Measured on the data</h3>"
+                 + table(header, [r[: len(header)] for r in measured], {1, 2}))
+    return "".join(parts)
+
+
+def _attribute(attribute: dict[str, Any]) -> str:
+    no, before, after = attribute["attr_no"], attribute["before"], attribute["after"]
+    changes = attribute["changes"]
+    figures = [
+        figure(f"fig-{no}-support",
+               plots.support_curves(before["curve"], after["curve"] if after else None),
+               "Item frequency: support of the r-th most frequent item (log-log)."),
+        figure(f"fig-{no}-lengths",
+               plots.record_lengths(before["lengths"], after["lengths"] if after else None),
+               "Record length: records by number of items (log scale)."),
+    ]
+    if changes is not None and changes["top"]:
+        what = "generalized" if attribute["mapped"] else "suppressed, generalized or swapped"
+        figures.append(figure(
+            f"fig-{no}-changes", plots.item_changes(changes["top"]),
+            f"The {len(changes['top'])} labels changed most ({what}): occurrences removed from "
+            "records that held them, and added to records that did not."))
+    figures.append(figure(
+        f"fig-{no}-unicity", plots.unicity(before["unicity"], after["unicity"] if after else None),
+        "Unicity, exact for ℓ = 1, 2: share of distinct ℓ-itemsets held by a single record, and "
+        "share of records holding such an itemset (an adversary knowing those ℓ items singles "
+        "the record out)."))
+    unicity_rows = []
+    for label, version in (("as loaded", before), ("published", after)):
+        for row in (version or {}).get("unicity", []):
+            unicity_rows.append([label, row["ell"], f"{row['itemsets']:,}",
+                                 f"{row['unique_itemsets']:,}",
+                                 f"{100 * row['unique_share']:.2f} %",
+                                 f"{row['records_at_risk']:,}",
+                                 f"{100 * row['records_at_risk_share']:.2f} %"])
+    return (f"<h2>Set-valued column {escape(attribute['name'])}</h2>"
+            f'<div class="grid">{"".join(figures)}</div>'
+            + table(["version", "ℓ", "distinct ℓ-itemsets", "of support 1", "share",
+                     "records holding one", "share of records"], unicity_rows, {2, 3, 4, 5, 6}))
+
+
+def _privacy_k(report: dict[str, Any]) -> float | None:
+    params = (report["run"] or {}).get("params", {})
+    try:
+        return float(str(params.get("k")).split(",")[0])
+    except ValueError:
+        return None
+
+
+def run_page(report: dict[str, Any]) -> str:
+    """The page of one run: what was done, verification, utility, plots per column."""
+    summary, run = report["summary"], report["run"]
+    if run is not None:
+        title = f"setanon report: {summary['dataset']}, run {run['run_id']} ({run['model']})"
+        sub = f"model {run['model']}: {params_text(run['params'])}"
+    else:
+        title, sub = f"setanon report: {summary['dataset']} as loaded", "no run: the input data"
+    body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{escape(sub)}</p>",
+            verdict(report["verification"]), _what_was_done(report), _utility(report)]
+    body += [_attribute(a) for a in report["attributes"]]
+    if report.get("classes"):
+        body.append('<h2>Equivalence classes</h2><div class="grid">' + figure(
+            "fig-classes", plots.class_sizes(report["classes"], _privacy_k(report)),
+            "Classes of indistinguishable records by size (log scale); none may be below k.")
+            + "</div>")
+    if summary["columns"]:
+        body.append("<h2>Single-valued columns</h2>" + table(
+            ["column", "role", "type", "distinct values (as loaded)"],
+            [[c["name"], c["role"], c["type"], f"{c['distinct']:,}"]
+             for c in summary["columns"]], {3}))
+    body.append(f"<footer>Generated by {escape(report['generated_by'])}; every figure was "
+                f"computed in {escape(summary['backend'])}, the page holds aggregates only."
+                "</footer>")
+    return page(title, "\n".join(body))

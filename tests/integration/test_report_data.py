@@ -1,0 +1,192 @@
+"""The report's aggregates, checked against a brute-force oracle on small random data.
+
+The run is a test double that suppresses, generalizes, adds and deletes (every kind of change a
+model makes) and publishes classes; the oracle reads the exported TSV files as plain Python sets
+and recomputes every figure. The oracle functions below use no setanon code.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlglot
+
+from setanon_sql import api
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.base import Model, Verification
+from setanon_sql.report.build import build_report
+from setanon_sql.report.data import report_data
+from setanon_sql.runs import RunContext
+from tests.conftest import write
+
+LABELS = ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "z<1>", "z&2", "z3"]
+
+# The double, as canonical SQL over logical tables: labels starting with 'z' become 'Z*'
+# (generalization), a hash of (record, item, salt) drops some occurrences (suppression), 'a1' is
+# put into every 4th record (addition), every 6th record is deleted; its items stay in the
+# items table, which the report must ignore.
+_DICT = """SELECT item_id, label FROM dict WHERE substr(label, 1, 1) <> 'z'
+UNION ALL SELECT (SELECT max(item_id) FROM dict) + 1 AS item_id, 'Z*' AS label"""
+_ITEMS = """WITH src AS (
+    SELECT i.record_id, CASE WHEN substr(d.label, 1, 1) = 'z'
+                        THEN (SELECT max(item_id) FROM dict) + 1 ELSE i.item_id END AS item_id
+    FROM items AS i JOIN dict AS d ON d.item_id = i.item_id
+    WHERE mod(i.record_id * 7 + i.item_id * 13 + :salt, 5) <> 0)
+SELECT record_id, item_id FROM src
+UNION
+SELECT record_id, (SELECT min(item_id) FROM dict WHERE label = 'a1') AS item_id
+FROM records WHERE mod(record_id, 4) = 1"""
+_RECORDS = "SELECT * FROM records WHERE mod(record_id, 6) <> 0"
+_CLASSES = "SELECT record_id AS class_id, 2 + mod(record_id, 3) AS size FROM records"
+
+
+def _sql(text: str) -> sqlglot.exp.Expression:
+    return sqlglot.parse_one(text, read="postgres")
+
+
+def mixed_changes(backend: Backend, dataset: api.Dataset, params: dict[str, Any],
+                  context: RunContext) -> None:
+    attribute = dataset.set_attributes[0]
+    tables = {"items": backend.table(dataset.items_table(attribute)),
+              "dict": backend.table(dataset.dict_table(attribute)),
+              "records": backend.table(dataset.records_table)}
+    no = attribute.attr_no
+    backend.materialize(context.table(f"dict_{no}"), _sql(_DICT), None, tables)
+    backend.materialize(context.table(f"items_{no}"), _sql(_ITEMS), {"salt": params["salt"]},
+                        tables)
+    backend.materialize(context.table("records"), _sql(_RECORDS), None, tables)
+    backend.materialize(context.table("classes"), _sql(_CLASSES), None, tables)
+    context.figures.update({"ncp": 0.25, "suppressed_share": 0.2})
+
+
+MIXED = Model("mixed", "suppress, generalize, add, delete (test double)", (), mixed_changes,
+              lambda backend, dataset, run: Verification(True, "nothing (test double)"))
+
+
+def random_table(path: Path, seed: int, n_records: int = 40) -> Path:
+    """A TSV of complex data: id, a QI, and a set-valued column of random labels."""
+    rng = random.Random(seed)
+    lines = ["id\tsex\tcodes"]
+    for record in range(1, n_records + 1):
+        codes = rng.sample(LABELS, rng.choice([0, 1, 2, 2, 3, 3, 4, 6]))
+        if record == 1:
+            codes = sorted({*codes, "a1"})
+        lines.append(f"r{record}\t{rng.choice('FM')}\t{' '.join(codes)}")
+    return write(path, "\n".join(lines) + "\n")
+
+
+# ---- the oracle: plain Python over the exported records ------------------------------------
+
+def read_tsv(path: Path) -> dict[str, set[str]]:
+    """{record id: set of labels} of an exported TSV (id, sex, codes)."""
+    rows = path.read_text(encoding="utf-8").splitlines()[1:]
+    return {row.split("\t")[0]: set(row.split("\t")[2].split()) for row in rows}
+
+
+def oracle_version(records: dict[str, set[str]]) -> dict[str, Any]:
+    support = Counter(label for items in records.values() for label in items)
+    curve = sorted(support.values(), reverse=True)
+    unicity = []
+    for ell in (1, 2):
+        holders: dict[tuple[str, ...], list[str]] = {}
+        for record, items in records.items():
+            for itemset in combinations(sorted(items), ell):
+                holders.setdefault(itemset, []).append(record)
+        unique = [r[0] for r in holders.values() if len(r) == 1]
+        unicity.append({"ell": ell, "itemsets": len(holders), "unique_itemsets": len(unique),
+                        "records_at_risk": len(set(unique))})
+    return {"records": len(records), "item_occurrences": sum(support.values()),
+            "distinct_items": len(support), "curve": curve,
+            "lengths": sorted(Counter(len(items) for items in records.values()).items()),
+            "unicity": unicity}
+
+
+def oracle_changes(before: dict[str, set[str]], after: dict[str, set[str]]) -> dict[str, dict]:
+    counts: dict[str, Counter] = {}
+    for record in before.keys() | after.keys():
+        had, has = before.get(record, set()), after.get(record, set())
+        for label in had | has:
+            c = counts.setdefault(label, Counter())
+            c["before"] += label in had
+            c["kept"] += label in had and label in has
+            c["removed"] += label in had and label not in has
+            c["added"] += label in has and label not in had
+    return counts
+
+
+# ---- the checks -----------------------------------------------------------------------------
+
+def check_version(got: dict[str, Any], want: dict[str, Any]) -> None:
+    for key in ("records", "item_occurrences", "distinct_items"):
+        assert got[key] == want[key], key
+    assert [tuple(p) for p in got["lengths"]] == want["lengths"]
+    ranks = [p[0] for p in got["curve"]]
+    assert ranks == sorted(set(ranks)) and ranks[:1] == [1] and ranks[-1] == len(want["curve"])
+    assert all(support == want["curve"][rank - 1] for rank, support in got["curve"])
+    assert [{k: row[k] for k in ("ell", "itemsets", "unique_itemsets", "records_at_risk")}
+            for row in got["unicity"]] == want["unicity"]
+
+
+def check_changes(got: dict[str, Any], want: dict[str, Counter]) -> None:
+    totals = got["totals"]
+    for key in ("before", "kept", "removed", "added"):
+        assert totals[key] == sum(c[key] for c in want.values()), key
+    assert totals["labels_removed"] == sum(1 for c in want.values() if c["removed"])
+    score = {label: c["removed"] + c["added"] for label, c in want.items()}
+    changed = sorted(s for s in score.values() if s)
+    assert len(got["top"]) == min(15, len(changed))
+    for row in got["top"]:
+        assert {k: row[k] for k in ("before", "kept", "removed", "added")} == {
+            k: want[row["label"]][k] for k in ("before", "kept", "removed", "added")}
+    shown = {row["label"] for row in got["top"]}
+    if shown:
+        assert min(score[s] for s in shown) >= max((v for k, v in score.items()
+                                                    if k not in shown), default=0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_report_figures_match_the_oracle(db: Backend, tmp_path: Path, seed: int) -> None:
+    dataset = api.load_table(db, random_table(tmp_path / "in.tsv", seed), "t", "id", ["codes"])
+    run = api.get_run(db, dataset, api.anonymize(db, dataset, MIXED, {"salt": seed}, seed=seed))
+    before = read_tsv(api.export_dataset(db, dataset, tmp_path / "b.tsv", fmt="tsv"))
+    after = read_tsv(api.export_dataset(db, dataset, tmp_path / "a.tsv", fmt="tsv", run=run))
+    assert len(after) < len(before)  # the double deleted records: the check covers deletion
+
+    data = report_data(db, dataset, run)
+    attribute = data["attributes"][0]
+    check_version(attribute["before"], oracle_version(before))
+    check_version(attribute["after"], oracle_version(after))
+    check_changes(attribute["changes"], oracle_changes(before, after))
+    classes = Counter(size for (size,) in db.query(
+        sqlglot.exp.select("size").from_(db.table(f"r{run.run_id}_classes"))))
+    assert [tuple(c) for c in data["classes"]] == sorted(classes.items())
+
+
+def test_dataset_report_has_no_published_side(db: Backend, tmp_path: Path) -> None:
+    dataset = api.load_table(db, random_table(tmp_path / "in.tsv", 9), "t", "id", ["codes"])
+    report = build_report(db, dataset, None)
+    before = read_tsv(api.export_dataset(db, dataset, tmp_path / "b.tsv", fmt="tsv"))
+    attribute = report["attributes"][0]
+    check_version(attribute["before"], oracle_version(before))
+    assert (attribute["after"], attribute["changes"], report["classes"],
+            report["verification"]) == (None, None, None, None)
+
+
+def test_verification_outcomes_are_reported(db: Backend, tmp_path: Path) -> None:
+    dataset = api.load_table(db, random_table(tmp_path / "in.tsv", 4), "t", "id", ["codes"])
+    run = api.get_run(db, dataset, api.anonymize(db, dataset, MIXED, {"salt": 1}, seed=1))
+
+    def fails(backend: Backend, ds: api.Dataset, r: api.Run) -> Verification:
+        return Verification(False, "every 1-itemset, exactly", {"violations": 3})
+
+    report = build_report(db, dataset, run, fails)
+    assert report["verification"]["status"] == "NOT MET"
+    assert report["verification"]["details"] == {"violations": 3}
+    unknown = build_report(db, dataset, run)["verification"]
+    assert unknown["status"] == "not available" and "'mixed' is unknown" in unknown["message"]
+    assert build_report(db, dataset, run, None)["verification"]["status"] == "skipped"
