@@ -273,9 +273,9 @@ WITH kept AS (
     JOIN cats c ON c.item_id = p.item_id
     JOIN tend t ON t.record_id = p.record_id AND t.category = c.category
 )
-SELECT t.kind, count(*),
-       count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM kept k WHERE k.record_id = t.record_id))
-FROM tend t WHERE t.kind <> 'none' GROUP BY t.kind ORDER BY t.kind
+SELECT t.kind, count(*), count(*) FILTER (WHERE k.record_id IS NULL)
+FROM tend t LEFT JOIN kept k ON k.record_id = t.record_id
+WHERE t.kind <> 'none' GROUP BY t.kind ORDER BY t.kind
 
 -- name: swap_item_balance
 -- Per item, original and published occurrences: items lost, and items that gained (never
@@ -289,3 +289,9 @@ FROM fo FULL OUTER JOIN fp ON fp.item_id = fo.item_id
 
 -- name: swap_record_counts
 SELECT (SELECT count(DISTINCT record_id) FROM items), (SELECT count(DISTINCT record_id) FROM published)
+
+-- name: swap_tendency_changed
+-- Records with a tendency whose published record has no tendency, or one of another category
+-- (a weaker reading of "hidden" than the loss of every tendency item).
+SELECT count(*) FROM tend t LEFT JOIN ptend p ON p.record_id = t.record_id
+WHERE t.kind <> 'none' AND (p.record_id IS NULL OR p.kind = 'none' OR p.category <> t.category)

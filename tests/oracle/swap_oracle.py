@@ -56,6 +56,21 @@ def valid_pair(a: set[str], b: set[str], cats: dict[str, str]) -> bool:
     return not (moved(a, ga, cats) & b or moved(b, gb, cats) & a)
 
 
+def changed_share_problem(original: Records, published: Records, cats: dict[str, str],
+                          figures: dict) -> list[str]:
+    """The share of records with a tendency whose published tendency is gone or different."""
+    with_tendency = [r for r, items in original.items() if tendency(items, cats)[0] != "none"]
+    changed = 0
+    for record in with_tendency:
+        kind, category, _ = tendency(published.get(record, set()), cats)
+        changed += kind == "none" or category != tendency(original[record], cats)[1]
+    share = changed / len(with_tendency) if with_tendency else 1.0
+    if abs(share - figures["tendency_changed_share"]) > 1e-9:
+        return [f"tendency changed share: reported {figures['tendency_changed_share']}, "
+                f"oracle {share}"]
+    return []
+
+
 def check_similarity_swap(original: Records, published: Records, cats: dict[str, str],
                           pairs: list[tuple[int, int]], figures: dict) -> list[str]:
     """Every violation of the model's claims (empty when the run is correct)."""
@@ -103,7 +118,7 @@ def check_similarity_swap(original: Records, published: Records, cats: dict[str,
     reported = sum(k["positive_jaccard"] for k in figures["pairs"].values())
     if positive != reported:
         problems.append(f"pairs with positive Jaccard: reported {reported}, oracle {positive}")
-    return problems
+    return problems + changed_share_problem(original, published, cats, figures)
 
 
 def check_random_swap(original: Records, published: Records, cats: dict[str, str],
@@ -128,7 +143,7 @@ def check_random_swap(original: Records, published: Records, cats: dict[str, str
             problems.append(f"unpaired record {record} changed")
     if figures["items_lost"] != lost:
         problems.append(f"items lost: reported {figures['items_lost']}, oracle {lost}")
-    return problems
+    return problems + changed_share_problem(original, published, cats, figures)
 
 
 def frequent_itemsets(records: Records, min_count: int, max_size: int) -> set[frozenset[str]]:

@@ -34,7 +34,7 @@ from setanon_sql.models.swap.swapping import (
 from setanon_sql.models.swap.verify import hidden_counts, verify_swap
 from setanon_sql.runs import RunContext
 
-_SCRATCH = ("tend", "pool", "cand", "overlap", "accepted", "pitems", "edges", "moves")
+_SCRATCH = ("tend", "ptend", "pool", "cand", "overlap", "accepted", "pitems", "edges", "moves")
 
 
 def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
@@ -87,6 +87,12 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     publish(backend, items, tables["moves"], published)
     lap("swap")
     figures.update(hidden_counts(backend, published, tables["cats"], tables["tend"]))
+    backend.materialize(tables["ptend"], "swap_tendency",
+                        tables={"items": published, "cats": tables["cats"]})
+    changed = int(backend.scalar("swap_tendency_changed", tables={
+        "tend": tables["tend"], "ptend": tables["ptend"]}))
+    figures["tendency_changed_share"] = (changed / figures["tendency_records"]
+                                         if figures["tendency_records"] else 1.0)
     balance = item_balance(backend, items, published)
     figures.update(items_lost=balance["items_lost"], diss=balance["diss"])
     if options.metrics:
