@@ -47,6 +47,7 @@ def _map_from_file(backend: Backend, params: SwapParams, dictionary: exp.Table,
     if missing:
         backend.run("swap_category_add_uncategorized", {"label": UNCATEGORIZED},
                     {"dict": dictionary, "catmap": catmap})
+        backend.analyze(catmap)
     for table in (lines, catlines):
         backend.drop_table(table)
     context.figures["uncategorized_items"] = int(missing[0][1]) if missing else 0
