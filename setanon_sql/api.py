@@ -78,6 +78,8 @@ def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str
 
     Without a seed, a random one is drawn and recorded, so every run can be repeated.
     """
+    if model.validate is not None:
+        model.validate(backend, dataset, params)
     if seed is None:
         seed = secrets.randbelow(2**31)
     with recorded_run(backend, dataset, model.name, params, seed) as context:

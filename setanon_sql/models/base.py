@@ -35,15 +35,17 @@ class Verification:
 
 AnonymizeFn = Callable[[Backend, Dataset, dict[str, Any], RunContext], None]
 VerifyFn = Callable[[Backend, Dataset, Run], Verification]
+ValidateFn = Callable[[Backend, Dataset, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
 class Model:
     """A privacy model as setanon runs it.
 
-    ``anonymize`` validates ``params`` (raising UsageError naming the parameter), does its work
-    in SQL, creates the run's published tables through ``context.table(...)`` and puts its
-    figures in ``context.figures``. ``verify`` re-checks a finished run from the DBMS.
+    ``validate`` (optional) checks ``params`` against the dataset before the run is recorded,
+    raising UsageError naming the parameter, so bad input leaves no trace. ``anonymize`` does
+    its work in SQL, creates the run's published tables through ``context.table(...)`` and puts
+    its figures in ``context.figures``. ``verify`` re-checks a finished run from the DBMS.
     """
 
     name: str
@@ -51,3 +53,4 @@ class Model:
     options: Sequence[click.Option]
     anonymize: AnonymizeFn
     verify: VerifyFn
+    validate: ValidateFn | None = None

@@ -83,3 +83,13 @@ def test_bad_url_scheme() -> None:
 def test_bad_schema_name(tmp_path: Path) -> None:
     code, out = setanon("datasets", "--db", f"duckdb:///{tmp_path}/x.duckdb", "--schema", "a;b")
     assert code == 2 and "--schema 'a;b' is not a plain schema name" in out
+
+
+def test_generate_claims_and_bad_parameters_leave_no_run(db_url: DbUrl) -> None:
+    code, out = setanon("generate", "claims", "--records", "500", "--name", "c", "--seed", "3",
+                        *db_url.args)
+    assert (code, out.strip()) == (0, "generated c: 500 claims")
+    code, out = setanon("anonymize", "c", "--model", "kanon", "--k", "1", *db_url.args)
+    assert code == 2 and "--k" in out
+    code, out = setanon("runs", *db_url.args)
+    assert out.strip() == "no runs yet"

@@ -56,5 +56,10 @@ OPTIONS = (
                       "hierarchy) instead of intervals"),
 )
 
+def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:
+    """Check every parameter against the dataset before the run is recorded."""
+    make_plan(backend, dataset, params)
+
+
 MODEL = Model("kanon", "k-anonymity of complex data by top-down specialization (NEC)", OPTIONS,
-              anonymize, verify)
+              anonymize, verify, validate)
