@@ -82,7 +82,9 @@ SELECT count(*), min(CASE WHEN w >= :w THEN w END), min(w) FROM rules
 -- Alg. 2 l.5-8: the best item type d of each unsafe rule of buffer :w by H_dist (eq. 5, maximal)
 -- or H_mine (minimal leftover(d) * N_s); rnk orders the rules by the same heuristic (the
 -- sequential algorithm's arg max over all rules of the buffer). T(t) = n / N is the share of
--- item type t among the items of T (see heuristics.py for why not n / |T|).
+-- item type t among the items of T. Footnote 4 divides by |T| (records), but records are never
+-- deleted, so then T(t) <= T0(t) always and eq. 5 could never prefer the over-represented types
+-- "where T(t) > T0(t)" that the text says it targets; over items it can.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), scored AS (
