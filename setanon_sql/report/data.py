@@ -14,6 +14,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
 from setanon_sql.io.published import Published, published
 from setanon_sql.names import run_table
+from setanon_sql.report.records import column_changes, record_classes
 
 TOP_CHANGED = 15
 
@@ -127,5 +128,12 @@ def report_data(backend: Backend, dataset: Dataset, run: Run | None,
             entry["changes"] = item_changes(backend, loaded, view, no)
             entry["mapped"] = no in view.maps
         attributes.append(entry)
-    return {"attributes": attributes,
-            "classes": class_sizes(backend, run) if run is not None else None}
+    return {
+        "attributes": attributes,
+        "classes": class_sizes(backend, run) if run is not None else None,
+        "record_classes": {
+            "before": (original or {}).get("record_classes")
+            or record_classes(backend, dataset, loaded),
+            "after": record_classes(backend, dataset, view) if view is not None else None},
+        "columns": column_changes(backend, dataset, loaded, view) if view is not None else [],
+    }

@@ -37,12 +37,17 @@ _SHARE_WORDS = ("share", "ratio", "fraction", "rate")
 
 @dataclass(frozen=True)
 class FigureRow:
-    """One figure: its key, the name shown, its value as text, and nested rows if any."""
+    """One figure: its key, the name shown, its value as text, and a table if it is one."""
 
     key: str
     name: str
     text: str
-    table: list[dict[str, Any]] | None = None
+    header: list[str] | None = None
+    rows: list[list[str]] | None = None
+
+    @property
+    def is_table(self) -> bool:
+        return self.rows is not None
 
 
 def figure_name(key: str) -> str:
@@ -83,15 +88,49 @@ def format_value(key: str, value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | int | float | bool)
+
+
+def _inline(key: str, value: Any) -> str | None:
+    """Short containers on one line: 'a: 1, b: 2' or '1, 2, 3'; None when they are tables."""
+    if isinstance(value, dict) and all(_scalar(v) for v in value.values()):
+        return ", ".join(f"{k}: {format_value(key, v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list) and all(_scalar(v) for v in value):
+        return ", ".join(format_value(key, v) for v in value) or "none"
+    return None
+
+
+def _table(key: str, value: Any) -> tuple[list[str], list[list[str]]] | None:
+    """Lists of records, lists of rows and dicts of dicts as (header, rows) of text."""
+    def cell(column: str, v: Any) -> str:
+        return _inline(column, v) or format_value(column, v)
+
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        header = sorted({k for entry in value for k in entry})
+        return header, [[cell(k, entry.get(k)) for k in header] for entry in value]
+    if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+        width = max(len(v) for v in value)
+        return [str(i + 1) for i in range(width)], [[cell(key, c) for c in v] for v in value]
+    if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+        header = sorted({k for inner in value.values() for k in inner})
+        return ["", *header], [[k, *(cell(c, inner.get(c)) for c in header)]
+                               for k, inner in sorted(value.items())]
+    return None
+
+
 def figure_rows(figures: dict[str, Any]) -> list[FigureRow]:
-    """Every figure of a run, scalars first (in key order), then lists of records as tables."""
+    """Every figure of a run: scalars and short containers first (in key order), then tables."""
     scalars, tables = [], []
     for key in sorted(figures):
-        value = figures[key]
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            tables.append(FigureRow(key, figure_name(key), f"{len(value)} rows", value))
+        value, name = figures[key], figure_name(key)
+        inline, table = _inline(key, value), _table(key, value)
+        if _scalar(value) or inline is not None:
+            scalars.append(FigureRow(key, name, inline or format_value(key, value)))
+        elif table is not None:
+            tables.append(FigureRow(key, name, f"{len(table[1])} rows", *table))
         else:
-            scalars.append(FigureRow(key, figure_name(key), format_value(key, value)))
+            scalars.append(FigureRow(key, name, format_value(key, value)))
     return scalars + tables
 
 

@@ -22,7 +22,7 @@ table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .92rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; font-weight: 600; } td.num { text-align: right;
      font-variant-numeric: tabular-nums; }
-.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(30rem, 1fr)); gap: 1rem; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(30rem, 1fr)); gap: 1rem; }
 figure { margin: 0; padding: .5rem; border: 1px solid #e5e5e5; border-radius: 4px;
          break-inside: avoid; }
 figure svg { width: 100%; height: auto; } figcaption { font-size: .88rem; color: #444; }

@@ -23,6 +23,19 @@ _WIDTH = 6.4
 _NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
 
 
+class _PlainLog(ticker.LogFormatter):
+    """Plain numbers on log axes ("400", not "4 x 10^2"); which ticks get a label is left to
+    matplotlib's log formatter (minor ticks are labelled when the axis spans little)."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:,.0f}" if x >= 1 else f"{x:g}"
+
+
+def _plain_log(axis: Any) -> None:
+    axis.set_major_formatter(_PlainLog(labelOnlyBase=False))
+    axis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+
+
 def to_svg(figure: Figure, salt: str) -> str:
     """The figure as an ``<svg>`` element to inline in HTML (no XML prolog, no date)."""
     buffer = io.StringIO()
@@ -51,6 +64,8 @@ def support_curves(before: Sequence[Sequence[int]], after: Sequence[Sequence[int
                       color=colour, label=label, linewidth=1.6)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    _plain_log(axes.xaxis)
+    _plain_log(axes.yaxis)
     axes.set_xlabel("item rank (most frequent first)")
     axes.set_ylabel("support (records)")
     axes.legend(frameon=False)
@@ -67,6 +82,8 @@ def record_lengths(before: Sequence[Sequence[int]], after: Sequence[Sequence[int
         axes.plot([p[0] for p in points], [p[1] for p in points], drawstyle="steps-mid",
                   color=colour, label=label, linewidth=1.6)
     axes.set_yscale("log")
+    _plain_log(axes.yaxis)
+    axes.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_xlabel("record length (items)")
     axes.set_ylabel("records")
     axes.legend(frameon=False)
@@ -102,10 +119,37 @@ def class_sizes(sizes: Sequence[Sequence[int]], k: float | None) -> str:
         axes.axvline(k - 0.5, color="#333333", linestyle="--", linewidth=1, label=f"k = {k:g}")
         axes.legend(frameon=False)
     axes.set_yscale("log")
+    _plain_log(axes.yaxis)
     axes.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_xlabel("class size (records)")
     axes.set_ylabel("classes")
     return to_svg(figure, "classes")
+
+
+def record_classes(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None,
+                   k: float | None) -> str:
+    """Share of records in classes of identical records of size <= s, before and after."""
+    figure, axes = _figure()
+    series = [(before, "as loaded", BEFORE)]
+    if after is not None:
+        series.append((after, "published", AFTER))
+    for sizes, label, colour in series:
+        total = sum(size * n for size, n in sizes) or 1
+        xs, ys, running = [], [], 0
+        for size, n in sizes:
+            running += size * n
+            xs.append(size)
+            ys.append(100 * running / total)
+        axes.plot(xs, ys, drawstyle="steps-post", marker=".", color=colour, label=label)
+    if k is not None:
+        axes.axvline(k - 0.5, color="#333333", linestyle="--", linewidth=1, label=f"k = {k:g}")
+    axes.set_xscale("log")
+    _plain_log(axes.xaxis)
+    axes.set_ylim(0, 102)
+    axes.set_xlabel("class size s (records identical in every published QI and set)")
+    axes.set_ylabel("% of records in classes of size ≤ s")
+    axes.legend(frameon=False)
+    return to_svg(figure, "records")
 
 
 def unicity(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]] | None) -> str:

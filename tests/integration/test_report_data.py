@@ -28,8 +28,8 @@ LABELS = ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "z<1>", "z&2", "z3"]
 
 # The double, as canonical SQL over logical tables: labels starting with 'z' become 'Z*'
 # (generalization), a hash of (record, item, salt) drops some occurrences (suppression), 'a1' is
-# put into every 4th record (addition), every 6th record is deleted; its items stay in the
-# items table, which the report must ignore.
+# put into every 4th record (addition), every 6th record is deleted (its items stay in the
+# items table, which the report must ignore), every 5th has its QI 'sex' replaced by '*'.
 _DICT = """SELECT item_id, label FROM dict WHERE substr(label, 1, 1) <> 'z'
 UNION ALL SELECT (SELECT max(item_id) FROM dict) + 1 AS item_id, 'Z*' AS label"""
 _ITEMS = """WITH src AS (
@@ -41,7 +41,9 @@ SELECT record_id, item_id FROM src
 UNION
 SELECT record_id, (SELECT min(item_id) FROM dict WHERE label = 'a1') AS item_id
 FROM records WHERE mod(record_id, 4) = 1"""
-_RECORDS = "SELECT * FROM records WHERE mod(record_id, 6) <> 0"
+_RECORDS = """SELECT record_id, position, c1,
+       CASE WHEN mod(record_id, 5) = 0 THEN '*' ELSE c2 END AS c2
+FROM records WHERE mod(record_id, 6) <> 0"""
 _CLASSES = "SELECT record_id AS class_id, 2 + mod(record_id, 3) AS size FROM records"
 
 
@@ -84,8 +86,18 @@ def random_table(path: Path, seed: int, n_records: int = 40) -> Path:
 
 def read_tsv(path: Path) -> dict[str, set[str]]:
     """{record id: set of labels} of an exported TSV (id, sex, codes)."""
-    rows = path.read_text(encoding="utf-8").splitlines()[1:]
-    return {row.split("\t")[0]: set(row.split("\t")[2].split()) for row in rows}
+    return {record: items for record, (_, items) in read_rows(path).items()}
+
+
+def read_rows(path: Path) -> dict[str, tuple[str, frozenset[str]]]:
+    """{record id: (sex, set of labels)} of an exported TSV (id, sex, codes)."""
+    rows = [row.split("\t") for row in path.read_text(encoding="utf-8").splitlines()[1:]]
+    return {row[0]: (row[1], frozenset(row[2].split())) for row in rows}
+
+
+def oracle_record_classes(rows: dict[str, tuple[str, frozenset[str]]]) -> list[tuple[int, int]]:
+    """(class size, classes) over records equal in the QI and the set."""
+    return sorted(Counter(Counter(rows.values()).values()).items())
 
 
 def oracle_version(records: dict[str, set[str]]) -> dict[str, Any]:
@@ -162,6 +174,17 @@ def test_report_figures_match_the_oracle(db: Backend, tmp_path: Path, seed: int)
     check_version(attribute["before"], oracle_version(before))
     check_version(attribute["after"], oracle_version(after))
     check_changes(attribute["changes"], oracle_changes(before, after))
+    rows_before = read_rows(tmp_path / "b.tsv")
+    rows_after = read_rows(tmp_path / "a.tsv")
+    assert [tuple(c) for c in data["record_classes"]["before"]] == oracle_record_classes(
+        rows_before)
+    assert [tuple(c) for c in data["record_classes"]["after"]] == oracle_record_classes(rows_after)
+    changed = sum(rows_after[r][0] != rows_before[r][0] for r in rows_after)
+    assert data["columns"] == [{
+        "name": "sex", "published_records": len(rows_after), "changed": changed,
+        "changed_share": changed / len(rows_after),
+        "distinct_before": len({sex for sex, _ in rows_before.values()}),
+        "distinct_after": len({sex for sex, _ in rows_after.values()})}]
     classes = Counter(size for (size,) in db.query(
         sqlglot.exp.select("size").from_(db.table(f"r{run.run_id}_classes"))))
     assert [tuple(c) for c in data["classes"]] == sorted(classes.items())

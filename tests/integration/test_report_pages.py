@@ -51,8 +51,8 @@ def test_run_page_json_and_text(db_url: DbUrl, tmp_path: Path) -> None:
     assert (code, out.strip()) == (0, f"wrote {target}")
     page = target.read_text(encoding="utf-8")
     assert figure_ids(page) == ["fig-3-support", "fig-3-lengths", "fig-3-changes",
-                                "fig-3-unicity", "fig-classes"]
-    assert page.count("<svg") == 5
+                                "fig-3-unicity", "fig-records", "fig-classes"]
+    assert page.count("<svg") == 6
     assert not re.search(r'(src|href)="(https?:|//)|url\((https?:|//)', page)  # nothing fetched
     assert "z<1>" not in page and "z&lt;1&gt;" in page  # labels are escaped (table and SVG)
     assert "Verification not available" in page
