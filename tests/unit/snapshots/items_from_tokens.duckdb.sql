@@ -1,1 +1,1 @@
-/* Record-item rows clustered by item: postings of an item are contiguous. */ CREATE TABLE "setanon"."d1_items_1" AS SELECT t.record_id, d.item_id FROM "setanon"."d1_tok" AS t JOIN "setanon"."d1_dict_1" AS d ON d.label = t.label ORDER BY d.item_id, t.record_id
+/* Record-item rows clustered by item: postings of an item are contiguous. */ CREATE TABLE "setanon"."items" AS SELECT t.record_id, d.item_id FROM "setanon"."tokens" AS t JOIN "setanon"."dict" AS d ON d.label = t.label ORDER BY d.item_id, t.record_id

@@ -1,0 +1,1 @@
+/* §3.3 eq. 3: every record picks its best-ranked item of R ∩ t.A (records without one pick none). */ SELECT i.record_id, s.cls, MIN(r.rnk) AS rnk FROM "setanon"."items" AS i JOIN "setanon"."state" AS s ON s.record_id = i.record_id JOIN "setanon"."rank" AS r ON r.cls = s.cls AND r.item_id = i.item_id GROUP BY i.record_id, s.cls

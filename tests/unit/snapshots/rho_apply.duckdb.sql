@@ -1,0 +1,1 @@
+/* T := T minus the suppressed occurrences (Alg. 2 l.14). */ SELECT c.record_id, c.item_id, c.part FROM "setanon"."cur" AS c WHERE NOT EXISTS(SELECT 1 FROM "setanon"."dels" AS d WHERE d.record_id = c.record_id AND d.item_id = c.item_id)
