@@ -20,7 +20,7 @@ h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.25rem; margin-
 .sub { color: #555; margin-top: 0; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .92rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .6rem; text-align: left; vertical-align: top; }
-th { background: #f5f5f5; font-weight: 600; } td.num { text-align: right;
+th { background: #f5f5f5; font-weight: 600; } td.num { text-align: right; white-space: nowrap;
      font-variant-numeric: tabular-nums; }
 .grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(30rem, 1fr)); gap: 1rem; }
 figure { margin: 0; padding: .5rem; border: 1px solid #e5e5e5; border-radius: 4px;
@@ -30,7 +30,8 @@ figure svg { width: 100%; height: auto; } figcaption { font-size: .88rem; color:
 .met { background: #e3f4e6; border: 1px solid #7cc48a; }
 .notmet { background: #fbe3e3; border: 1px solid #d77; }
 .unknown { background: #f4f1e3; border: 1px solid #cbb96b; }
-details { margin: .4rem 0; } footer { margin-top: 2rem; color: #666; font-size: .85rem; }
+.wide { overflow-x: auto; } details { margin: .4rem 0; }
+footer { margin-top: 2rem; color: #666; font-size: .85rem; }
 @media print { body { max-width: none; margin: 0; } .grid { display: block; }
                figure { margin-bottom: .8rem; } details > * { display: block; } }
 """
@@ -89,7 +90,9 @@ def verdict(result: dict[str, Any] | None) -> str:
     seconds = f" ({result['seconds']:.1f} s)" if result.get("seconds") is not None else ""
     details = ""
     if result.get("details"):
-        details = table(["detail", "value"], [[k, format_value(k, v)] for k, v in
-                                              sorted(result["details"].items())])
+        details = ("<details><summary>what the verification found</summary>"
+                   + table(["detail", "value"], [[k, format_value(k, v)] for k, v in
+                                                 sorted(result["details"].items())])
+                   + "</details>")
     return (f'<div class="verdict {css}" id="verification">{escape(text + message + covered)}'
             f"{escape(seconds)}</div>{details}")

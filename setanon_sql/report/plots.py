@@ -186,13 +186,20 @@ def tradeoff(series: dict[str, list[tuple[float, float]]], x_label: str, y_label
         points = sorted(points)
         axes.plot([p[0] for p in points], [100 * p[1] if percent else p[1] for p in points],
                   marker=marker, label=label, linewidth=1.6)
+    xs = sorted({p[0] for points in series.values() for p in points})
     if categories is not None:
         axes.set_xticks(range(len(categories)), list(categories))
+    else:
+        if xs and xs[0] > 0 and xs[-1] / xs[0] >= 8:  # k = 2, 5, 10, 20 reads best on log x
+            axes.set_xscale("log")
+            axes.xaxis.set_minor_locator(ticker.NullLocator())
+        axes.set_xticks(xs, [f"{x:g}" for x in xs])
     axes.set_title(y_label, fontsize="medium")
     axes.set_xlabel(x_label)
     if percent:
+        top = max((100 * p[1] for points in series.values() for p in points), default=0)
         axes.set_ylabel("percent")
-        axes.set_ylim(bottom=0)
+        axes.set_ylim(0, max(top * 1.1, 1))
     if len(series) > 1:
         axes.legend(frameon=False, fontsize="small")
     return to_svg(figure, salt)

@@ -37,40 +37,39 @@ def _what_was_done(report: dict[str, Any]) -> str:
                  ["runtime", f"{run['seconds']:.2f} s" if run["seconds"] is not None else "-"],
                  ["package version", run["package_version"]],
                  ["run backend", run["backend"]]]
-    return "<h2>What was done</h2>" + table(None, rows)
+    return "<section><h2>What was done</h2>" + table(None, rows) + "</section>"
 
 
-def _utility(report: dict[str, Any]) -> str:
+def _model_figures(report: dict[str, Any]) -> str:
+    """The figures the model reported: scalars in a table, longer ones folded away."""
     run = report["run"]
-    parts = ["<h2>Utility</h2>"]
-    rows = figure_rows(run["figures"]) if run else []
+    if run is None:
+        return ""
+    rows = figure_rows(run["figures"])
     scalars = [[r.name, r.text] for r in rows if not r.is_table]
-    if scalars:
-        parts.append("<h3>Figures reported by the model</h3>"
-                     + table(["figure", "value"], scalars, {1}))
+    parts = ["<section><h2>Utility reported by the model</h2>",
+             table(["figure", "value"], scalars, {1}) if scalars else "<p>none</p>"]
     for row in (r for r in rows if r.is_table):
         parts.append(f"<details><summary>{escape(row.name)} ({escape(row.text)})</summary>"
                      f"{table(row.header, row.rows or [])}</details>")
-    measured = []
-    for attribute in report["attributes"]:
-        before, after = attribute["before"], attribute["after"]
-        prefix = f"{attribute['name']}: " if len(report["attributes"]) > 1 else ""
-        pairs = [("records", "records"), ("distinct items", "distinct_items"),
-                 ("item occurrences", "item_occurrences"), ("average record length",
-                                                             "avg_length")]
-        for label, key in pairs:
-            measured.append([prefix + label, format_value(key, before[key]),
-                             format_value(key, after[key]) if after else ""])
-        if attribute["changes"] is not None:
-            totals = attribute["changes"]["totals"]
-            measured.append([prefix + "item occurrences removed", "",
-                             f"{totals['removed']:,} ({100 * totals['removed_share']:.2f} %)"])
-            measured.append([prefix + "item occurrences added", "",
-                             f"{totals['added']:,} ({100 * totals['added_share']:.2f} %)"])
-    header = ["measured in the DBMS", "as loaded"] + (["published"] if run else [])
-    parts.append("<h3>Measured on the data</h3>"
-                 + table(header, [r[: len(header)] for r in measured], {1, 2}))
-    return "".join(parts)
+    return "".join(parts) + "</section>"
+
+
+def _measured(attribute: dict[str, Any]) -> str:
+    """Sizes of one set-valued column as loaded and published, and what the run changed."""
+    before, after = attribute["before"], attribute["after"]
+    rows = [[label, format_value(key, before[key]), format_value(key, after[key]) if after
+             else ""]
+            for label, key in (("records", "records"), ("distinct items", "distinct_items"),
+                               ("item occurrences", "item_occurrences"),
+                               ("average record length", "avg_length"))]
+    if attribute["changes"] is not None:
+        totals = attribute["changes"]["totals"]
+        for what in ("removed", "added"):
+            rows.append([f"item occurrences {what}", "",
+                         f"{totals[what]:,} ({100 * totals[what + '_share']:.2f} %)"])
+    header = ["measured in the DBMS", "as loaded"] + (["published"] if after else [])
+    return table(header, [row[: len(header)] for row in rows], {1, 2})
 
 
 def _attribute(attribute: dict[str, Any]) -> str:
@@ -104,9 +103,11 @@ def _attribute(attribute: dict[str, Any]) -> str:
                                  f"{row['records_at_risk']:,}",
                                  f"{100 * row['records_at_risk_share']:.2f} %"])
     return (f"<h2>Set-valued column {escape(attribute['name'])}</h2>"
-            f'<div class="grid">{"".join(figures)}</div>'
+            f'<div class="grid">{"".join(figures)}</div><div class="grid"><div>'
+            + _measured(attribute) + "</div><div>"
             + table(["version", "ℓ", "distinct ℓ-itemsets", "of support 1", "share",
-                     "records holding one", "share of records"], unicity_rows, {2, 3, 4, 5, 6}))
+                     "records holding one", "share of records"], unicity_rows, {2, 3, 4, 5, 6})
+            + "</div></div>")
 
 
 def _whole_records(report: dict[str, Any]) -> str:
@@ -155,7 +156,8 @@ def run_page(report: dict[str, Any]) -> str:
     else:
         title, sub = f"setanon report: {summary['dataset']} as loaded", "no run: the input data"
     body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{escape(sub)}</p>",
-            verdict(report["verification"]), _what_was_done(report), _utility(report)]
+            verdict(report["verification"]),
+            f'<div class="grid">{_what_was_done(report)}{_model_figures(report)}</div>']
     body += [_attribute(a) for a in report["attributes"]]
     body.append(_whole_records(report))
     body.append(f"<footer>Generated by {escape(report['generated_by'])}; every figure was "

@@ -63,7 +63,7 @@ def mixed_changes(backend: Backend, dataset: api.Dataset, params: dict[str, Any]
                         tables)
     backend.materialize(context.table("records"), _sql(_RECORDS), None, tables)
     backend.materialize(context.table("classes"), _sql(_CLASSES), None, tables)
-    context.figures.update({"ncp": 0.25, "suppressed_share": 0.2})
+    context.figures.update({"ncp": 1 / (1 + params.get("k", 3)), "suppressed_share": 0.2})
 
 
 MIXED = Model("mixed", "suppress, generalize, add, delete (test double)", (), mixed_changes,

@@ -43,7 +43,7 @@ def figure_ids(page: str) -> list[str]:
 def test_run_page_json_and_text(db_url: DbUrl, tmp_path: Path) -> None:
     (run_id,) = make_runs(db_url, tmp_path, (3,))
     code, out = setanon_report("t", "--run", str(run_id), *db_url.args)
-    assert code == 0 and "NCP (normalized certainty penalty): 0.25" in out
+    assert code == 0 and "NCP (normalized certainty penalty): 0.25" in out  # 1 / (1 + k)
     assert "share of item occurrences suppressed: 20.00 %" in out
 
     target = tmp_path / "report.html"
