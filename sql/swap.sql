@@ -139,30 +139,47 @@ GROUP BY c.a, c.b
 SELECT c.a, c.b, CAST(0.0 AS DOUBLE PRECISION) AS jc FROM cand c
 WHERE NOT EXISTS (SELECT 1 FROM overlap o WHERE o.a = c.a AND o.b = c.b)
 
--- name: swap_pool_items
-SELECT i.record_id, i.item_id FROM items i JOIN pool p ON p.record_id = i.record_id
+-- name: swap_all_candidates
+-- Exact stage: every pair of the pool with different tendency categories.
+SELECT pa.record_id AS a, pb.record_id AS b
+FROM pool pa JOIN pool pb ON pb.record_id > pa.record_id AND pb.category <> pa.category
 
--- name: swap_exact_edges
--- Every pair of the pool with different tendency categories and no collision (Alg. 2: a shared
--- item of either tendency category would be lost), ranked by Jaccard similarity, then a seeded
--- random order.
+-- name: swap_window_candidates
+-- Window stage: each record meets the next :window records of a seeded random cyclic order
+-- (any category order), keeping pairs of different tendency categories.
+WITH ordered AS (
+    SELECT record_id, category, row_number() OVER (
+        ORDER BY md5(concat(CAST(:seed AS TEXT), ':w:', CAST(:round AS TEXT), ':',
+                            CAST(record_id AS TEXT))) COLLATE "C", record_id) - 1 AS rpos
+    FROM pool
+)
+SELECT DISTINCT least(x.record_id, y.record_id) AS a, greatest(x.record_id, y.record_id) AS b
+FROM ordered x
+CROSS JOIN generate_series(CAST(1 AS BIGINT), CAST(:window AS BIGINT)) AS g(k)
+JOIN ordered y ON y.rpos = mod(x.rpos + g.k, :n)
+WHERE x.category <> y.category
+
+-- name: swap_score_candidates
+-- Candidate pairs (a < b) without collision (Alg. 2: a shared item of either tendency category
+-- would be lost), ranked by Jaccard similarity, then a seeded random order.
 WITH ov AS (
-    SELECT ia.record_id AS a, ib.record_id AS b, count(*) AS shared,
-           count(*) FILTER (WHERE c.category = pa.category OR c.category = pb.category) AS collide
-    FROM pitems ia
-    JOIN pitems ib ON ib.item_id = ia.item_id AND ib.record_id > ia.record_id
-    JOIN pool pa ON pa.record_id = ia.record_id
-    JOIN pool pb ON pb.record_id = ib.record_id
-    JOIN cats c ON c.item_id = ia.item_id
-    GROUP BY ia.record_id, ib.record_id
-), pairs_all AS (
-    SELECT pa.record_id AS a, pb.record_id AS b, pa.len AS la, pb.len AS lb
-    FROM pool pa JOIN pool pb ON pb.record_id > pa.record_id AND pb.category <> pa.category
+    SELECT c.a, c.b, count(*) AS shared,
+           count(*) FILTER (WHERE k.category = pa.category OR k.category = pb.category) AS collide
+    FROM cand c
+    JOIN pool pa ON pa.record_id = c.a
+    JOIN pool pb ON pb.record_id = c.b
+    JOIN items ia ON ia.record_id = c.a
+    JOIN items ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
+    JOIN cats k ON k.item_id = ia.item_id
+    GROUP BY c.a, c.b
 ), scored AS (
-    SELECT p.a, p.b,
+    SELECT c.a, c.b,
            CAST(coalesce(ov.shared, 0) AS DOUBLE PRECISION)
-           / CAST(p.la + p.lb - coalesce(ov.shared, 0) AS DOUBLE PRECISION) AS jc
-    FROM pairs_all p LEFT JOIN ov ON ov.a = p.a AND ov.b = p.b
+           / CAST(pa.len + pb.len - coalesce(ov.shared, 0) AS DOUBLE PRECISION) AS jc
+    FROM cand c
+    JOIN pool pa ON pa.record_id = c.a
+    JOIN pool pb ON pb.record_id = c.b
+    LEFT JOIN ov ON ov.a = c.a AND ov.b = c.b
     WHERE coalesce(ov.collide, 0) = 0
 )
 SELECT a, b, jc,
@@ -170,7 +187,7 @@ SELECT a, b, jc,
            ':', CAST(b AS TEXT))) COLLATE "C", a, b) AS rk
 FROM scored
 
--- name: swap_exact_accept
+-- name: swap_greedy_accept
 -- One round of greedy matching: an edge is taken when it is the best-ranked live edge at both
 -- of its records. Repeating this until no edge is live gives exactly the sequential greedy
 -- matching that takes pairs in increasing (Jaccard, random) order.

@@ -34,7 +34,7 @@ from setanon_sql.models.swap.swapping import (
 from setanon_sql.models.swap.verify import hidden_counts, verify_swap
 from setanon_sql.runs import RunContext
 
-_SCRATCH = ("tend", "ptend", "pool", "cand", "overlap", "accepted", "pitems", "edges", "moves")
+_SCRATCH = ("tend", "ptend", "pool", "cand", "overlap", "accepted", "edges", "moves")
 
 
 def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],

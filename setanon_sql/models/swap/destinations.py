@@ -3,7 +3,7 @@
 The paper compares every source with every candidate by Jaccard similarity (quadratic) and
 notes that the database "should not be too large". Here a record takes part in at most one
 swap, so destinations form a matching between records of the same kind, and it is found in
-two stages, each a few set-based statements over all unmatched records at once:
+three stages, each a few set-based statements over all unmatched records at once:
 
 1. Randomized rounds: the pool is ordered by (tendency category, seeded random key) and
    position i is paired with i + ceil(n/2), so two records of one category meet only when that
@@ -13,14 +13,18 @@ two stages, each a few set-based statements over all unmatched records at once:
    destination, exactly; among the (usually many) candidates with similarity 0 the choice is
    random rather than the paper's first-found. Collisions are impossible: nothing is shared.
    Rounds repeat (new random keys) while they pair at least a tenth of the pool.
-2. Exact stage, once the rounds stall and the pool has at most ``exact_limit`` records: every
-   pair with different categories and no collision is ranked by (Jaccard, seeded random key)
-   and matched greedily (repeated "best live edge at both ends" rounds, which equals the
-   sequential greedy matching).
-   This is where pairs with positive similarity are taken, smallest first.
+2. Window rounds, while the pool is larger than ``exact_limit``: every record is compared
+   with the next ``WINDOW`` records of a random cyclic order; pairs with different categories
+   and no collision are ranked by (Jaccard, seeded random key) and matched greedily. Here a
+   destination has the least similarity among the candidates it was compared with, not
+   among all: this is the approximation that keeps the work linear.
+3. Exact stage, once the pool has at most ``exact_limit`` records: the same greedy matching
+   over every pair of the pool ("best live edge at both ends" rounds, which equals the
+   sequential greedy matching taking pairs in increasing (Jaccard, random) order). Pairs with
+   positive similarity are taken here and in stage 2, smallest first.
 
-Records left unmatched (no valid partner, or a pool larger than ``exact_limit`` that stopped
-making progress) keep their items; they are counted in the figures.
+Records left unmatched (no valid partner, or a large pool where window rounds stopped making
+progress) keep their items; they are counted in the figures with the reason.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 
+WINDOW = 16
 PAIRS_DDL = ("record_id BIGINT", "partner_id BIGINT", "kind TEXT", "jc DOUBLE PRECISION",
              "round INT")
 
@@ -104,50 +109,69 @@ class Matcher:
                       tables=self._t("cand", "overlap"))
         return self._insert(kind, round_no)
 
-    def _exact(self, kind: str, round_no: int, history: MatchHistory, size: int,
-               n_categories: int) -> None:
+    def _greedy(self, kind: str, round_no: int, history: MatchHistory, stage: str,
+                size: int, n_categories: int) -> tuple[int, int]:
+        """Score the candidate pairs in ``cand`` and match them greedily by (Jaccard, random).
+
+        Returns the last round number used and the pairs accepted.
+        """
         b = self.backend
-        for name in ("pitems", "edges"):
-            b.drop_table(self.tables[name])
-        b.materialize(self.tables["pitems"], "swap_pool_items", tables=self._t("items", "pool"))
-        b.materialize(self.tables["edges"], "swap_exact_edges", {"seed": self.seed},
-                      self._t("pitems", "pool", "cats"))
+        b.drop_table(self.tables["edges"])
+        b.materialize(self.tables["edges"], "swap_score_candidates", {"seed": self.seed},
+                      self._t("cand", "pool", "items", "cats"))
+        total = 0
         while round_no < self.max_rounds:
             round_no += 1
             b.drop_table(self.tables["accepted"])
-            b.materialize(self.tables["accepted"], "swap_exact_accept",
+            b.materialize(self.tables["accepted"], "swap_greedy_accept",
                           tables=self._t("edges", "pairs"))
             accepted = self._insert(kind, round_no)
-            history.rounds.append(("exact", size, n_categories, accepted))
+            history.rounds.append((stage, size, n_categories, accepted))
             size -= 2 * accepted
+            total += accepted
             if not accepted:
-                history.stopped = "no valid pair left (exact stage)"
-                return
-        history.stopped = "max rounds reached in the exact stage"
+                break
+        return round_no, total
+
+    def _candidates(self, statement: str, params: dict[str, int]) -> None:
+        self.backend.drop_table(self.tables["cand"])
+        self.backend.materialize(self.tables["cand"], statement, params, self._t("pool"))
 
     def match(self, kind: str) -> MatchHistory:
         """Pair the records of ``kind``; returns the round history.
 
-        Randomized rounds run while they pair at least a tenth of the pool; then the exact
-        stage finishes a pool of at most ``exact_limit`` records.
+        Randomized rounds run while they pair at least a tenth of the pool; then window rounds
+        (each record against ``WINDOW`` random others, greedy by Jaccard) while they pair at
+        least a hundredth; the exact stage finishes any pool of at most ``exact_limit`` records.
         """
         history = MatchHistory(kind)
-        idle = 0
-        for round_no in range(1, self.max_rounds + 1):
+        stage = "shuffle"
+        round_no = 0
+        while round_no < self.max_rounds:
+            round_no += 1
             size, n_categories = self._pool(kind, round_no)
             if size < 2 or n_categories < 2:
                 history.stopped = (f"{size} unmatched record(s) in {n_categories} "
                                    "tendency categor(ies): no valid pair left")
                 return history
-            if idle and size <= self.exact_limit:
-                self._exact(kind, round_no - 1, history, size, n_categories)
+            if stage != "shuffle" and size <= self.exact_limit:
+                self._candidates("swap_all_candidates", {})
+                self._greedy(kind, round_no - 1, history, "exact", size, n_categories)
+                history.stopped = "no valid pair left (exact stage)"
                 return history
-            accepted = self._shuffle_round(kind, round_no, size)
-            history.rounds.append(("shuffle", size, n_categories, accepted))
-            idle = idle + 1 if accepted * 10 < size else 0
-            if idle >= 3 and size > self.exact_limit:
-                history.stopped = ("three randomized rounds paired under a tenth of a pool "
-                                   "larger than --exact-limit")
+            if stage == "shuffle":
+                accepted = self._shuffle_round(kind, round_no, size)
+                history.rounds.append(("shuffle", size, n_categories, accepted))
+                if accepted * 10 < size:
+                    stage = "window"
+                continue
+            self._candidates("swap_window_candidates", {
+                "seed": self.seed, "round": round_no, "window": WINDOW, "n": size})
+            round_no, accepted = self._greedy(kind, round_no, history, "window", size,
+                                              n_categories)
+            if accepted * 100 < size:
+                history.stopped = ("window rounds paired under 1% of a pool larger than "
+                                   "--exact-limit")
                 return history
-        history.stopped = history.stopped or "max rounds reached"
+        history.stopped = "max rounds reached"
         return history

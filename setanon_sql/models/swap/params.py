@@ -32,7 +32,7 @@ OPTIONS = (
     click.Option(["--exact-limit", "exact_limit"], type=int, default=2000, show_default=True,
                  help="pool size from which on all candidate pairs are ranked by Jaccard "
                       "similarity (greedy minimum-Jaccard matching)"),
-    click.Option(["--max-rounds", "max_rounds"], type=int, default=60, show_default=True,
+    click.Option(["--max-rounds", "max_rounds"], type=int, default=100, show_default=True,
                  help="rounds of randomized pairing before the run gives up on a pool"),
     click.Option(["--fi-supports", "fi_supports"], default=",".join(map(str, PAPER_SUPPORTS)),
                  show_default=True, help="relative supports for the frequent-itemset figures"),
