@@ -30,7 +30,8 @@ figure svg { width: 100%; height: auto; } figcaption { font-size: .88rem; color:
 .met { background: #e3f4e6; border: 1px solid #7cc48a; }
 .notmet { background: #fbe3e3; border: 1px solid #d77; }
 .unknown { background: #f4f1e3; border: 1px solid #cbb96b; }
-.wide { overflow-x: auto; } details { margin: .4rem 0; }
+.grid > * { min-width: 0; overflow-x: auto; } .wide { overflow-x: auto; }
+details { margin: .4rem 0; }
 footer { margin-top: 2rem; color: #666; font-size: .85rem; }
 @media print { body { max-width: none; margin: 0; } .grid { display: block; }
                figure { margin-bottom: .8rem; } details > * { display: block; } }
@@ -50,14 +51,14 @@ def page(title: str, body: str) -> str:
 
 
 def table(header: list[str] | None, rows: list[list[Any]], numeric: set[int] | None = None) -> str:
-    """An HTML table (no header row without ``header``); cells are escaped, columns in
-    ``numeric`` right-aligned."""
+    """An HTML table (no header row without ``header``); cells are escaped, short cells of
+    the columns in ``numeric`` right-aligned (long ones wrap as text)."""
     numeric = numeric or set()
     head = ("<thead><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in header)
             + "</tr></thead>") if header else ""
     body = "".join(
-        "<tr>" + "".join(f'<td{_NUM if i in numeric else ""}>{escape(str(c))}</td>'
-                         for i, c in enumerate(row)) + "</tr>"
+        "<tr>" + "".join(f'<td{_NUM if i in numeric and len(str(c)) <= 24 else ""}>'
+                         f"{escape(str(c))}</td>" for i, c in enumerate(row)) + "</tr>"
         for row in rows)
     return f"<table>{head}<tbody>{body}</tbody></table>"
 

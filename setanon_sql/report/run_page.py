@@ -105,8 +105,8 @@ def _attribute(attribute: dict[str, Any]) -> str:
     return (f"<h2>Set-valued column {escape(attribute['name'])}</h2>"
             f'<div class="grid">{"".join(figures)}</div><div class="grid"><div>'
             + _measured(attribute) + "</div><div>"
-            + table(["version", "ℓ", "distinct ℓ-itemsets", "of support 1", "share",
-                     "records holding one", "share of records"], unicity_rows, {2, 3, 4, 5, 6})
+            + table(["", "ℓ", "ℓ-itemsets", "of support 1", "share", "records with one",
+                     "share"], unicity_rows, {2, 3, 4, 5, 6})
             + "</div></div>")
 
 
