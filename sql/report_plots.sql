@@ -32,7 +32,8 @@ ORDER BY record_length
 -- name: report_unicity
 -- Exact unicity for itemset sizes 1 and 2: distinct itemsets, those of support 1, and the
 -- records holding at least one itemset of support 1 (the one record of such an itemset is its
--- min(record_id)). Pairs are the items of a record joined with themselves, item_id a < b.
+-- min(record_id)). Pairs are the items of a record joined with themselves, item_id a < b; with
+-- with_pairs = 0 the pairs are skipped (a constant false filter: neither engine runs the join).
 WITH kept AS (
     SELECT i.record_id, i.item_id FROM items AS i JOIN records AS r ON r.record_id = i.record_id
 ), singles AS (
@@ -40,6 +41,7 @@ WITH kept AS (
 ), pairs AS (
     SELECT a.item_id AS x, b.item_id AS y, count(*) AS n, min(a.record_id) AS only_record
     FROM kept AS a JOIN kept AS b ON b.record_id = a.record_id AND a.item_id < b.item_id
+    WHERE :with_pairs = 1
     GROUP BY a.item_id, b.item_id
 )
 SELECT 1 AS ell, count(*) AS itemsets, count(*) FILTER (WHERE n = 1) AS unique_itemsets,

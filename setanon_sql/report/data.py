@@ -17,6 +17,9 @@ from setanon_sql.names import run_table
 from setanon_sql.report.records import column_changes, record_classes
 
 TOP_CHANGED = 15
+# Pairs of items in records above which exact ℓ = 2 unicity is not computed (the self-join's
+# size; BMS-WebView-2 has about 2 million, retail about 10 million).
+PAIR_LIMIT = 50_000_000
 
 
 def _version_tables(view: Published, attr_no: int) -> dict[str, Any]:
@@ -40,12 +43,22 @@ def record_lengths(backend: Backend, view: Published, attr_no: int) -> list[list
         "report_record_lengths", tables=_version_tables(view, attr_no))]
 
 
-def unicity(backend: Backend, view: Published, attr_no: int, n_records: int) -> list[dict]:
+def unicity(backend: Backend, view: Published, attr_no: int, lengths: list[list[int]]
+            ) -> list[dict]:
     """Exact unicity for ℓ = 1, 2: share of distinct ℓ-itemsets of support 1 and of records
-    holding one (a record an adversary knowing ℓ of its items singles out)."""
-    rows = backend.query("report_unicity", tables=_version_tables(view, attr_no))
+    holding one (a record an adversary knowing ℓ of its items singles out).
+
+    ℓ = 2 is skipped (and left out) when the records hold more than ``PAIR_LIMIT`` pairs.
+    """
+    n_records = sum(n for _, n in lengths)
+    pairs = sum(n * length * (length - 1) // 2 for length, n in lengths)
+    with_pairs = int(pairs <= PAIR_LIMIT)
+    rows = backend.query("report_unicity", {"with_pairs": with_pairs},
+                         _version_tables(view, attr_no))
     result = []
     for ell, itemsets, unique, at_risk in rows:
+        if ell == 2 and not with_pairs:
+            continue
         itemsets, unique, at_risk = int(itemsets), int(unique), int(at_risk)
         result.append({
             "ell": int(ell), "itemsets": itemsets, "unique_itemsets": unique,
@@ -69,7 +82,7 @@ def version_data(backend: Backend, view: Published, attr_no: int) -> dict[str, A
         "avg_length": occurrences / n_records if n_records else 0.0,
         "curve": curve,
         "lengths": lengths,
-        "unicity": unicity(backend, view, attr_no, n_records),
+        "unicity": unicity(backend, view, attr_no, lengths),
     }
 
 

@@ -8,6 +8,7 @@ forbidden fetch proves the console check sees what it should.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -21,9 +22,11 @@ from setanon_sql.report.command import render_report
 from setanon_sql.report.tradeoff import tradeoff_data
 from tests.integration.test_report_data import MIXED, random_table
 
-pytest.importorskip("matplotlib")
-
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if os.environ.get("SETANON_REQUIRE_BROWSER") == "1":  # CI sets it: a missing browser fails
+    assert CHROMIUM is not None, "SETANON_REQUIRE_BROWSER=1 but no chromium on PATH"
+    import matplotlib  # noqa: F401  (a missing plotting dependency fails too)
+pytest.importorskip("matplotlib")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt-get install chromium)")
 
 # Flags for a root sandbox on a closed network (see the machine notes): no background traffic.

@@ -213,3 +213,15 @@ def test_verification_outcomes_are_reported(db: Backend, tmp_path: Path) -> None
     unknown = build_report(db, dataset, run)["verification"]
     assert unknown["status"] == "not available" and "'mixed' is unknown" in unknown["message"]
     assert build_report(db, dataset, run, None)["verification"]["status"] == "skipped"
+
+
+def test_pairs_are_skipped_above_the_limit(db: Backend, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from setanon_sql.report import data
+
+    monkeypatch.setattr(data, "PAIR_LIMIT", 0)
+    dataset = api.load_table(db, random_table(tmp_path / "in.tsv", 5), "t", "id", ["codes"])
+    got = report_data(db, dataset, None)["attributes"][0]["before"]["unicity"]
+    before = read_tsv(api.export_dataset(db, dataset, tmp_path / "b.tsv", fmt="tsv"))
+    assert [{k: row[k] for k in ("ell", "itemsets", "unique_itemsets", "records_at_risk")}
+            for row in got] == oracle_version(before)["unicity"][:1]
