@@ -1,0 +1,104 @@
+"""``--model prho``: personalized ρ-uncertainty by partial suppression (Nakagawa et al.).
+
+Every record u names the items E_u it wants protected (``--constraint FILE``, or a generator
+``--setting``). An adversary (u, Q) knows Q ⊆ D_u (|Q| <= m) of the original record; the output
+D' is safe for it iff conf_{D'}(Q -> e) <= ρ for every e ∈ E_u \\ Q, or supp_{D'}(Q) = 0
+(Defs. 2, 3, 5). SUPPRESSOR (Alg. 1) makes every adversary safe; with ``--epsilon --delta``
+SAMPLESUPPRESSOR (Alg. 2) stops when n_S sampled adversaries per ℓ <= m are all safe, which gives
+(ε, δ)-ρ^m-uncertainty (Def. 6, Thm. 7). The output is a record-by-record subset of the input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset
+from setanon_sql.errors import InputError
+from setanon_sql.io.published import set_attribute_for_export
+from setanon_sql.metrics import util_dist_tables, util_info_tables
+from setanon_sql.models.base import Model
+from setanon_sql.models.prho.build import build_constraint
+from setanon_sql.models.prho.params import DEFAULT_NOISE, SETTINGS, parse_params, validate
+from setanon_sql.models.prho.sampler import run_sample_suppressor
+from setanon_sql.models.prho.suppressor import run_suppressor
+from setanon_sql.models.prho.verify import verify_run
+from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.qids import col
+from setanon_sql.runs import RunContext
+
+
+def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
+              context: RunContext) -> None:
+    """Suppress item occurrences until every (sampled) adversary is safe, and publish."""
+    chosen = parse_params(params)
+    attribute = set_attribute_for_export(dataset, chosen.column)
+    items = backend.table(dataset.items_table(attribute))
+    dictionary = backend.table(dataset.dict_table(attribute))
+    records = backend.table(dataset.records_table)
+    lowest = backend.scalar("rho_min_item_id", tables={"items": items})
+    if lowest is not None and int(lowest) < 1:
+        raise InputError(f"dataset {dataset.name!r}: item ids must be >= 1 (found {lowest}); "
+                         "reload it with 'setanon load'")
+    shape = None if chosen.sampled else check_shape(backend, items, chosen.m)
+    constraint = build_constraint(backend, context, chosen, items, records, dictionary)
+    context.figures.update(constraint.figures)
+    base = context.table("base")
+    backend.materialize(base, exp.select(
+        col("record_id"), col("item_id"),
+        exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True)).from_(items.copy()))
+    istat0 = context.table("istat0")
+    backend.materialize(istat0, "rho_istat0", tables={"base": base})
+    if shape is not None:
+        final, history = ((base, []) if shape.width < 2 else
+                          run_suppressor(backend, context, chosen, constraint, base, istat0,
+                                         shape))
+        context.figures["largest_qid_checked"] = shape.max_q
+    else:
+        final, history, sampled = run_sample_suppressor(backend, context, chosen, constraint,
+                                                        base, istat0)
+        context.figures.update(sampled)
+    out = context.table(f"items_{attribute.attr_no}")
+    backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
+    for work in {final.name: final, base.name: base, istat0.name: istat0}.values():
+        backend.drop_table(work)
+    before = int(backend.scalar("prho_count_rows", tables={"t": items}))
+    after = int(backend.scalar("prho_count_rows", tables={"t": out}))
+    context.figures.update({
+        "algorithm": "SampleSuppressor (Alg. 2)" if chosen.sampled else "Suppressor (Alg. 1)",
+        "m": chosen.m if chosen.m is not None else "all", "occurrences": before,
+        "suppressed": before - after,
+        "util_info": util_info_tables(backend, items, out),
+        "util_dist": util_dist_tables(backend, items, out),
+        "rounds": len(history), "history": history[-200:],
+    })
+
+
+OPTIONS = (
+    click.Option(["--rho"], type=float, required=True,
+                 help="highest confidence of an inference of a sensitive item, in (0, 1)"),
+    click.Option(["--constraint"], default=None, type=click.Path(dir_okay=False),
+                 help="FIMI file aligned with the data: line n lists the items record n "
+                      "protects (may be empty)"),
+    click.Option(["--setting"], type=click.Choice(SETTINGS), default=None,
+                 help="generate the constraint as in the paper's Sec. 6.1 (from --seed)"),
+    click.Option(["--sensitive-fraction", "sensitive_fraction"], type=float, default=None,
+                 help="with --setting: share of the item types that are (tend to be) "
+                      "sensitive, e.g. 0.4"),
+    click.Option(["--noise"], type=float, default=None,
+                 help=f"with --setting fixed+/personalized+: per-item noise (default "
+                      f"{DEFAULT_NOISE})"),
+    click.Option(["--m"], default="all", show_default=True,
+                 help="the adversary knows at most m items of the target's record (N or 'all')"),
+    click.Option(["--epsilon"], type=float, default=None,
+                 help="SampleSuppressor: tolerated share of unsafe adversaries, in (0, 1)"),
+    click.Option(["--delta"], type=float, default=None,
+                 help="SampleSuppressor: probability that the share exceeds epsilon, in (0, 1)"),
+    click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
+)
+
+MODEL = Model("prho", "personalized rho-uncertainty (rho^m, (eps, delta)-rho^m)", OPTIONS,
+              anonymize, verify_run, validate)

@@ -1,0 +1,149 @@
+"""Sampled adversaries (u, Q) and their unsafe rules, in SQL (Nakagawa et al. Sec. 5.3).
+
+The paper's distribution on A^ℓ: a record with at least ℓ items uniformly, then ℓ of its items
+uniformly. The records are drawn by the controller (``random.Random``, a few hundred ranks per ℓ:
+small controller-side choices, sent as a VALUES list); the items in SQL, the ℓ smallest
+md5(salt:s:item) (byte-wise) of the record's ORIGINAL items. For every sample s the records of D'
+containing Q are found by counting matched items (no enumeration of long records), so
+supp_{D'}(Q) and supp_{D'}(Q + {e}) for every e of those records are two GROUP BYs.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.prho.constraint import Constraint, md5_text
+from setanon_sql.models.prho.rules import TableFn, fresh, rho_params
+from setanon_sql.models.rho.qids import col, placeholder
+from setanon_sql.sqlrender import with_alias
+
+
+def eligible_counts(backend: Backend, items: exp.Table, m: int) -> dict[int, int]:
+    """N_ℓ = records of D with at least ℓ items, for ℓ = 1..m (from the length histogram)."""
+    lengths = {int(n): int(c) for n, c in backend.query("rho_length_histogram",
+                                                        tables={"items": items})}
+    return {ell: sum(c for n, c in lengths.items() if n >= ell) for ell in range(1, m + 1)}
+
+
+def draw_ranks(key: str, count: int, eligible: int) -> list[int]:
+    """``count`` independent uniform ranks in [0, eligible), reproducible from ``key``."""
+    rng = random.Random(key)
+    return [rng.randrange(eligible) for _ in range(count)]
+
+
+def sample(backend: Backend, table: TableFn, items: exp.Table, olen: exp.Table, ell: int,
+           ranks: list[int], salt: str) -> tuple[exp.Table, exp.Table]:
+    """samp(s, record_id) and hits(s, record_id, item_id): adversary s = (u, Q), |Q| = ℓ."""
+    values = exp.Values(
+        expressions=[exp.Tuple(expressions=[exp.convert(s), exp.convert(rank)])
+                     for s, rank in enumerate(ranks, start=1)],
+        alias=exp.TableAlias(this=exp.to_identifier("v", quoted=True),
+                             columns=[exp.to_identifier("s", quoted=True),
+                                      exp.to_identifier("rk", quoted=True)]))
+    order = exp.Order(expressions=[exp.Ordered(this=col("record_id"))])
+    eligible = (exp.select(col("record_id"),
+                           (exp.Window(this=exp.RowNumber(), order=order)
+                            - exp.Literal.number(1)).as_("rk", quoted=True))
+                .from_(olen.copy()).where(col("len") >= placeholder("l")))
+    samp = fresh(backend, table, "samp")
+    backend.materialize(samp, exp.select(col("s", "v"), col("record_id", "e")).from_(values)
+                        .join(eligible.subquery("e"), on=col("rk", "e").eq(col("rk", "v"))),
+                        {"l": ell})
+    key = backend.binary_sort_key(md5_text(placeholder("salt"), col("s", "p"),
+                                           col("item_id", "b")))
+    pick = exp.Window(this=exp.RowNumber(), partition_by=[col("s", "p")],
+                      order=exp.Order(expressions=[exp.Ordered(this=key),
+                                                   exp.Ordered(this=col("item_id", "b"))]))
+    ranked = (exp.select(col("s", "p"), col("record_id", "p"), col("item_id", "b"),
+                         pick.as_("pick", quoted=True))
+              .from_(with_alias(samp, "p"))
+              .join(with_alias(items, "b"), on=col("record_id", "b").eq(col("record_id", "p"))))
+    hits = fresh(backend, table, "hits")
+    backend.materialize(hits, exp.select(col("s"), col("record_id"), col("item_id"))
+                        .from_(ranked.subquery("r")).where(col("pick") <= placeholder("l")),
+                        {"salt": salt, "l": ell})
+    return samp, hits
+
+
+def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: exp.Table,
+                       hits: exp.Table, constraint: Constraint, ell: int,
+                       rho: Fraction) -> exp.Table:
+    """unsafe(s, e, sx, sq): e ∈ E_u \\ Q with conf_{D'}(Q -> e) = sx / sq > ρ (Alg. 2 l.8)."""
+    cover = fresh(backend, table, "cover")
+    backend.materialize(cover, exp.select(col("s", "h"),
+                                          col("record_id", "c").as_("v", quoted=True))
+                        .from_(with_alias(hits, "h"))
+                        .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item_id", "h")))
+                        .group_by(col("s", "h"), col("record_id", "c"))
+                        .having(exp.func("count", exp.Star()).eq(placeholder("l"))), {"l": ell})
+    sq = (exp.select(col("s"), exp.func("count", exp.Star()).as_("n", quoted=True))
+          .from_(cover.copy()).group_by(col("s")))
+    in_q = (exp.select(exp.Literal.number(1)).from_(with_alias(hits, "h"))
+            .where(exp.and_(col("s", "h").eq(col("s", "cv")),
+                            col("item_id", "h").eq(col("item_id", "c")))))
+    px = (exp.select(col("s", "cv"), col("item_id", "c").as_("e", quoted=True),
+                     exp.func("count", exp.Star()).as_("sx", quoted=True))
+          .from_(with_alias(cover, "cv"))
+          .join(with_alias(cur, "c"), on=col("record_id", "c").eq(col("v", "cv")))
+          .where(exp.not_(exp.Exists(this=in_q)))
+          .group_by(col("s", "cv"), col("item_id", "c")))
+    query = (exp.select(col("s", "x"), col("e", "x"), col("sx", "x"),
+                        col("n", "y").as_("sq", quoted=True))
+             .from_(px.subquery("x"))
+             .join(sq.subquery("y"), on=col("s", "y").eq(col("s", "x")))
+             .join(with_alias(samp, "sp"), on=col("s", "sp").eq(col("s", "x")))
+             .where(placeholder("den") * col("sx", "x") > placeholder("num") * col("n", "y")))
+    query = constraint.member_filter(backend, query, col("record_id", "sp"), col("e", "x"))
+    unsafe = fresh(backend, table, "unsafe")
+    backend.materialize(unsafe, query, {**rho_params(rho), **constraint.params()})
+    backend.drop_table(cover)
+    return unsafe
+
+
+def rules_query(unsafe: exp.Table, hits: exp.Table, ell: int, m: int) -> exp.Select:
+    """The distinct rules Q -> e of the unsafe samples, as rows of the ρ model's rule table.
+
+    Columns rule_id, part, q1..q_m, e, x1..x_{m+1} (Q + {e} in item order, 0-padded), size,
+    sx, sq, w; x_j = q_j before e's place p, e at p + 1, q_{j-1} after.
+    """
+    ordered = exp.Window(this=exp.RowNumber(), partition_by=[col("s")],
+                         order=exp.Order(expressions=[exp.Ordered(this=col("item_id"))]))
+    numbered = exp.select(col("s"), col("item_id"), ordered.as_("j", quoted=True)).from_(
+        hits.copy())
+    pivot = exp.select(col("s"), *(
+        exp.func("coalesce", exp.func("max", exp.Case().when(
+            col("j").eq(exp.Literal.number(j)), col("item_id"))), exp.Literal.number(0))
+        .as_(f"q{j}", quoted=True) for j in range(1, m + 1))).from_(
+        numbered.subquery("n")).group_by(col("s"))
+    qs = [col(f"q{j}", "p") for j in range(1, m + 1)]
+    distinct = (exp.select(*qs, col("e", "u"), col("sx", "u"), col("sq", "u")).distinct()
+                .from_(with_alias(unsafe, "u"))
+                .join(pivot.subquery("p"), on=col("s", "p").eq(col("s", "u"))))
+    before = exp.Literal.number(0)
+    for j in range(1, m + 1):
+        before = before + exp.Case().when(exp.and_(col(f"q{j}").neq(exp.Literal.number(0)),
+                                                   col(f"q{j}") < col("e")),
+                                          exp.Literal.number(1)).else_(exp.Literal.number(0))
+    place = exp.paren(before)
+    xcols = []
+    for j in range(1, m + 2):
+        later = col(f"q{j - 1}") if j >= 2 else exp.Literal.number(0)
+        here = col(f"q{j}") if j <= m else exp.Literal.number(0)
+        xcols.append(exp.Case().when(exp.LTE(this=exp.Literal.number(j), expression=place),
+                                     here)
+                     .when(exp.EQ(this=exp.Literal.number(j),
+                                  expression=place + exp.Literal.number(1)), col("e"))
+                     .else_(later).as_(f"x{j}", quoted=True))
+    order = exp.Order(expressions=[exp.Ordered(this=col("e")),
+                                   *(exp.Ordered(this=col(f"q{j}")) for j in range(1, m + 1))])
+    return exp.select(
+        exp.cast(exp.Window(this=exp.RowNumber(), order=order), "BIGINT")
+        .as_("rule_id", quoted=True),
+        exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True),
+        *(col(f"q{j}") for j in range(1, m + 1)), col("e"), *xcols,
+        exp.Literal.number(ell + 1).as_("size", quoted=True), col("sx"), col("sq"),
+        exp.Literal.number(0).as_("w", quoted=True)).from_(distinct.subquery("d"))

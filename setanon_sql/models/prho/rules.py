@@ -1,0 +1,151 @@
+"""Sensitive rules with conf > ρ, and one suppression step for a set of them (Alg. 1 l.7-14).
+
+A rule Q -> {e} needs suppression iff conf_{D'}(Q -> {e}) > ρ and some adversary (u, Q) can use
+it: Q ⊆ D_u of the ORIGINAL data and e ∈ E_u (Def. 2). Supports are those of the current D'
+(shared with the ρ model: :func:`build_supports`, :func:`unsafe_rules_query`); rules whose e is
+nobody's sensitive item are never generated, and for a personalized constraint the original
+records containing Q are joined with E to keep the rules someone must be protected from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from fractions import Fraction
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.prho.constraint import Constraint, md5_text
+from setanon_sql.models.rho.qids import (
+    build_supports,
+    col,
+    level_query,
+    placeholder,
+    unsafe_rules_query,
+    xs,
+)
+from setanon_sql.models.rho.suppression import candidates_query, picks_query
+from setanon_sql.sqlrender import with_alias
+
+TableFn = Callable[[str], exp.Table]
+
+
+def rho_params(rho: Fraction) -> dict[str, int]:
+    """ρ = num/den: every confidence test is in integers."""
+    return {"num": rho.numerator, "den": rho.denominator}
+
+
+def fresh(backend: Backend, table: TableFn, purpose: str) -> exp.Table:
+    """The work table ``purpose``, dropped if a previous round left it."""
+    target = table(purpose)
+    backend.drop_table(target)
+    return target
+
+
+def original_levels(backend: Backend, table: TableFn, base: exp.Table,
+                    max_q: int) -> list[exp.Table]:
+    """olvl1..olvl_{max_q}: every (record, Q) with Q ⊆ D_u, |Q| <= m, of the original data."""
+    levels: list[exp.Table] = []
+    for k in range(1, max_q + 1):
+        level = fresh(backend, table, f"olvl{k}")
+        backend.materialize(level, level_query(base, levels[-1] if levels else None, k))
+        levels.append(level)
+    return levels
+
+
+def _relevant_ids(backend: Backend, constraint: Constraint, rules: exp.Table,
+                  olevels: list[exp.Table]) -> exp.Query:
+    """Ids of rules Q -> e with an original record u ⊇ Q and e ∈ E_u (Alg. 1 l.7)."""
+    parts: list[exp.Select] = []
+    for k, level in enumerate(olevels, start=1):
+        on = [col(f"q{j}", "r").eq(col(f"x{j}", "o")) for j in range(1, k + 1)]
+        query = (exp.select(col("rule_id", "r")).from_(with_alias(rules, "r"))
+                 .join(with_alias(level, "o"), on=exp.and_(*on))
+                 .where(col("size", "r").eq(exp.Literal.number(k + 1))))
+        parts.append(constraint.member_filter(backend, query, col("record_id", "o"),
+                                              col("e", "r")))
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    return exp.select(col("rule_id")).distinct().from_(union.subquery("i"))
+
+
+def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Constraint,
+                conseq: exp.Table, olevels: list[exp.Table], width: int, max_q: int,
+                rho: Fraction, target: exp.Table) -> None:
+    """``target`` = every sensitive rule of D' (|Q| <= max_q) with conf > ρ.
+
+    ``olevels`` (the original records' itemsets up to max_q) are needed only when E_u differs
+    between records.
+    """
+    levels, supx = build_supports(backend, table, cur, width)
+    query = unsafe_rules_query(supx, conseq, None, width, max_q)
+    if not constraint.per_record:
+        backend.materialize(target, query, rho_params(rho))
+    else:
+        every = fresh(backend, table, "allrules")
+        backend.materialize(every, query, rho_params(rho))
+        ids = fresh(backend, table, "ids")
+        backend.materialize(ids, _relevant_ids(backend, constraint, every, olevels),
+                            constraint.params())
+        backend.materialize(target, "prho_rules_from_ids", tables={"rules": every, "ids": ids})
+        backend.drop_table(ids)
+        backend.drop_table(every)
+    for level in (*levels, supx):
+        backend.drop_table(level)
+
+
+def members_query(backend: Backend, chosen: exp.Table, cur: exp.Table,
+                  width: int) -> exp.Select:
+    """(rule_id, rnk, record_id, hkey): the records of D' containing Q + {e} of each rule.
+
+    Found by counting matched items per record (no itemset enumeration, so it also serves
+    rules of sampled adversaries over long records); ``hkey`` = md5(seed:round:rule:record)
+    orders them at random, reproducibly (Alg. 1 l.14: "select N records randomly").
+    """
+    parts = [exp.select(col("rule_id"), col("rnk"), col("size"), col(x).as_("item", quoted=True))
+             .from_(chosen.copy()).where(col(x).neq(exp.Literal.number(0))) for x in xs(width)]
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    matched = (exp.select(col("rule_id", "u"), col("rnk", "u"), col("record_id", "c"))
+               .from_(union.subquery("u"))
+               .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item", "u")))
+               .group_by(col("rule_id", "u"), col("rnk", "u"), col("size", "u"),
+                         col("record_id", "c"))
+               .having(exp.func("count", exp.Star()).eq(col("size", "u"))))
+    hkey = backend.binary_sort_key(md5_text(placeholder("seed"), placeholder("round"),
+                                            col("rule_id"), col("record_id")))
+    return exp.select(col("rule_id"), col("rnk"), col("record_id"),
+                      hkey.as_("hkey", quoted=True)).from_(matched.subquery("m"))
+
+
+def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table,
+             rules: exp.Table, width: int, rho: Fraction, seed: int, round_no: int,
+             target: exp.Table) -> int:
+    """``target`` = D' after one pass over ``rules``; returns the occurrences suppressed.
+
+    For every rule: d = arg max F (eq. 8, the ρ model's H_dist statement, which divides
+    D'(d) log(D'(d)/D(d)) by N_s(d)), N = N_s(d) (eq. 7), N random records of C(Q + {e}) lose d.
+    Rules sharing a record with a rule of higher F wait for the next pass, so the rules done
+    together touch disjoint records, as if taken one after the other with l.11's re-check.
+    """
+    istat = fresh(backend, table, "istat")
+    backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
+    cand = fresh(backend, table, "cand")
+    backend.materialize(cand, candidates_query(rules, width), {"w": 0, **rho_params(rho)})
+    chosen = fresh(backend, table, "chosen")
+    backend.materialize(chosen, "rho_choose", {"heuristic": "dist"},
+                        {"cand": cand, "istat": istat, "rules": rules})
+    members = fresh(backend, table, "members")
+    backend.materialize(members, members_query(backend, chosen, cur, width),
+                        {"seed": seed, "round": round_no})
+    blocked = fresh(backend, table, "blocked")
+    backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
+    dels = fresh(backend, table, "dels")
+    backend.materialize(dels, picks_query(chosen, members, blocked))
+    backend.materialize(target, "rho_apply", tables={"cur": cur, "dels": dels})
+    count = int(backend.scalar("prho_count_rows", tables={"t": dels}))
+    for work in (istat, cand, chosen, members, blocked, dels):
+        backend.drop_table(work)
+    return count

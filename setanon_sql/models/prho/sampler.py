@@ -1,0 +1,76 @@
+"""SAMPLESUPPRESSOR (Nakagawa et al. Alg. 2) for personalized (ε, δ)-ρ^m-uncertainty.
+
+A sweep draws, for ℓ = 1..m in turn, n_S = ⌈ln(1/δ)/(2ε²)⌉ adversaries of ℓ items (l.6-7),
+finds the rules Q -> e, e ∈ E_u, with conf_{D'} > ρ among them (l.8) and suppresses for them
+as SUPPRESSOR does (l.11-15, one pass: rules that share a record with a rule of higher F are
+left for the samples of a later sweep). The loop ends at the first sweep in which every sample
+of every ℓ is safe (l.4-5, 9-10): by Theorem 7, Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. Every
+sweep and ℓ draws fresh samples, reproducible from the seed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.prho.adversaries import (
+    draw_ranks,
+    eligible_counts,
+    rules_query,
+    sample,
+    unsafe_adversaries,
+)
+from setanon_sql.models.prho.constraint import Constraint
+from setanon_sql.models.prho.params import PrhoParams
+from setanon_sql.models.prho.rules import fresh, suppress
+from setanon_sql.runs import RunContext
+
+
+def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
+                          constraint: Constraint, base: exp.Table, istat0: exp.Table
+                          ) -> tuple[exp.Table, list[dict[str, Any]], dict[str, Any]]:
+    """Suppress until a whole sweep of samples is safe; the final D', history and figures."""
+    assert chosen.m is not None
+    table, seed, m, n_s = context.table, context.seed or 0, chosen.m, chosen.n_samples
+    eligible = eligible_counts(backend, base, m)
+    olen = fresh(backend, table, "olen")
+    backend.materialize(olen, "prho_lengths", tables={"items": base})
+    cur, history, step = base, [], 0
+    for sweep in range(1, 10**9):
+        safe = True
+        for ell in range(1, m + 1):
+            if eligible[ell] == 0:
+                continue
+            started = time.perf_counter()
+            key = f"{seed}:{sweep}:{ell}"
+            samp, hits = sample(backend, table, base, olen, ell,
+                                draw_ranks(key, n_s, eligible[ell]), key)
+            unsafe = unsafe_adversaries(backend, table, cur, samp, hits, constraint, ell,
+                                        chosen.rho)
+            n_unsafe = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
+            entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}
+            if n_unsafe:
+                safe, step = False, step + 1
+                rules = fresh(backend, table, "rules")
+                backend.materialize(rules, rules_query(unsafe, hits, ell, m))
+                following = fresh(backend, table, f"cur{step % 2}")
+                entry["rules"] = int(backend.scalar("prho_count_rows", tables={"t": rules}))
+                entry["suppressed"] = suppress(backend, table, cur, istat0, rules, m + 1,
+                                               chosen.rho, seed, step, following)
+                backend.drop_table(rules)
+                if cur is not base:
+                    backend.drop_table(cur)
+                cur = following
+            for work in (samp, hits, unsafe):
+                backend.drop_table(work)
+            entry["seconds"] = round(time.perf_counter() - started, 3)
+            history.append(entry)
+        if safe:
+            break
+    backend.drop_table(olen)
+    figures = {"samples_per_l": n_s, "sweeps": sweep, "epsilon": chosen.epsilon,
+               "delta": chosen.delta, "eligible_records_per_l": eligible}
+    return cur, history, figures

@@ -1,0 +1,124 @@
+"""``setanon verify`` for personalized ρ-uncertainty.
+
+Exact runs (SUPPRESSOR): every adversary (u, Q), Q ⊆ D_u, |Q| <= m, is re-checked in SQL: no
+sensitive rule of the published table may exceed ρ for an e some u ⊇ Q protects. Sampled runs
+(SAMPLESUPPRESSOR): 4·n_S fresh adversaries per ℓ (another seed than the run's), and by
+Hoeffding's inequality (eq. 9) H_ℓ <= Ĥ_ℓ + sqrt(ln(1/δ) / (2n)) with probability >= 1 - δ;
+the run passes when that bound is below ε for every ℓ.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.catalog import Dataset, Run
+from setanon_sql.io.published import published, set_attribute_for_export
+from setanon_sql.models.base import Verification
+from setanon_sql.models.prho.adversaries import (
+    draw_ranks,
+    eligible_counts,
+    sample,
+    unsafe_adversaries,
+)
+from setanon_sql.models.prho.constraint import Constraint
+from setanon_sql.models.prho.params import parse_params
+from setanon_sql.models.prho.rules import exact_rules, original_levels
+from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.qids import col
+from setanon_sql.names import run_table
+
+VERIFY_FACTOR = 4  # fresh samples per ℓ = 4·n_S: the bound's sampling term is ε/2
+
+
+def _constraint(backend: Backend, dataset: Dataset, run: Run, attribute: Any) -> Constraint:
+    chosen = parse_params(run.params)
+    setting = chosen.setting or "file"
+    probabilities = {"personalized": (0.0, chosen.sensitive_fraction or 0.0),
+                     "personalized+": (1.0 - chosen.noise, chosen.noise)}.get(setting, (0.0, 0.0))
+    return Constraint(setting, run.seed or 0, backend.table(run_table(run.run_id, "common")),
+                      backend.table(run_table(run.run_id, "cons")),
+                      backend.table(dataset.records_table),
+                      backend.table(dataset.dict_table(attribute)), *probabilities)
+
+
+def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
+    """Subset of the input record by record, and every (or every sampled) adversary safe."""
+    chosen = parse_params(run.params)
+    attribute = set_attribute_for_export(dataset, chosen.column)
+    pub = published(backend, dataset, run).items[attribute.attr_no]
+    items = backend.table(dataset.items_table(attribute))
+    constraint = _constraint(backend, dataset, run, attribute)
+    extra = int(backend.scalar("rho_not_subset", tables={"pub": pub, "items": items}))
+    prefix = f"tmp_{uuid.uuid4().hex[:12]}_pv"
+
+    def table(purpose: str) -> exp.Table:
+        return backend.table(f"{prefix}{purpose}")
+
+    def part0(source: exp.Table) -> exp.Select:
+        return exp.select(col("record_id"), col("item_id"), exp.cast(
+            exp.Literal.number(0), "BIGINT").as_("part", quoted=True)).from_(source.copy())
+
+    base, cur = table("base"), table("cur")
+    try:
+        backend.materialize(base, part0(items))
+        backend.materialize(cur, part0(pub))
+        if chosen.sampled:
+            ok, covered, details = _sampled(backend, table, base, cur, constraint, chosen, run)
+        else:
+            ok, covered, details = _exact(backend, table, base, cur, items, constraint, chosen)
+    finally:
+        for name in backend.table_names(prefix):
+            backend.drop_table(backend.table(name))
+    details["occurrences_not_in_input"] = extra
+    return Verification(ok and extra == 0, covered + "; output is a subset of the input "
+                        "record by record", details)
+
+
+def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items: exp.Table,
+           constraint: Constraint, chosen: Any) -> tuple[bool, str, dict[str, Any]]:
+    shape = check_shape(backend, items, chosen.m)
+    unsafe = 0
+    if shape.width >= 2:
+        conseq = table("conseq")
+        backend.materialize(conseq, constraint.consequents())
+        olevels = (original_levels(backend, table, base, shape.max_q)
+                   if constraint.per_record else [])
+        rules = table("rules")
+        exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,
+                    chosen.rho, rules)
+        unsafe = int(backend.scalar("prho_count_rows", tables={"t": rules}))
+    bound = f"up to {chosen.m} items" if chosen.m else "any subset of the record"
+    return unsafe == 0, (f"every adversary (u, Q), Q of {bound}, and every e in E_u, exactly "
+                         f"in SQL (rho = {chosen.rho})"), {
+        "unsafe_rules": unsafe, "largest_qid_checked": shape.max_q}
+
+
+def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
+             constraint: Constraint, chosen: Any, run: Run) -> tuple[bool, str, dict[str, Any]]:
+    n = VERIFY_FACTOR * chosen.n_samples
+    eligible = eligible_counts(backend, base, chosen.m)
+    olen = table("olen")
+    backend.materialize(olen, "prho_lengths", tables={"items": base})
+    spread = math.sqrt(math.log(1 / chosen.delta) / (2 * n))
+    per_l: dict[str, Any] = {}
+    ok = True
+    for ell in range(1, chosen.m + 1):
+        if eligible[ell] == 0:
+            continue
+        key = f"verify:{run.seed}:{ell}"
+        samp, hits = sample(backend, table, base, olen, ell, draw_ranks(key, n, eligible[ell]),
+                            key)
+        unsafe = unsafe_adversaries(backend, table, cur, samp, hits, constraint, ell, chosen.rho)
+        count = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
+        upper = count / n + spread
+        ok = ok and upper < chosen.epsilon
+        per_l[str(ell)] = {"unsafe": count, "samples": n, "unsafe_share": count / n,
+                           "hoeffding_upper_bound": round(upper, 6)}
+    return ok, (f"{n} fresh sampled adversaries per l = 1..{chosen.m}; unsafe share + "
+                f"sqrt(ln(1/delta)/2n) < epsilon = {chosen.epsilon} with confidence "
+                f"{1 - chosen.delta:g}"), {"per_l": per_l, "delta": chosen.delta}
