@@ -16,6 +16,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from setanon_sql import inplace
 from setanon_sql.attach import attach
 from setanon_sql.backends import DEFAULT_SCHEMA, Backend, connect
 from setanon_sql.catalog import Dataset, Run, find_dataset, get_dataset, get_run
@@ -29,7 +30,7 @@ from setanon_sql.migrations import migrate
 from setanon_sql.models import require_model
 from setanon_sql.models.base import Model, Verification
 from setanon_sql.resources import demo_data_dir
-from setanon_sql.runs import cleanup_runs, list_runs, recorded_run
+from setanon_sql.runs import cleanup_runs, dataset_lock, list_runs, recorded_run
 from setanon_sql.summary import dataset_summary
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "Run",
     "SetanonError",
     "UsageError",
+    "apply_in_place",
     "attach",
     "cleanup_runs",
     "dataset_summary",
@@ -52,6 +54,8 @@ __all__ = [
     "load_table",
     "load_transactions",
     "open_database",
+    "preview_in_place",
+    "undo_in_place",
 ]
 
 _DEMO_FILES = {
@@ -73,18 +77,74 @@ def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
 
 
 def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str, Any],
-              seed: int | None = None) -> int:
+              seed: int | None = None, in_place: bool = False, dry_run: bool = False,
+              wait_seconds: float = 0.0) -> int:
     """Run ``model`` on ``dataset`` as a recorded run; returns the run id.
 
-    Without a seed, a random one is drawn and recorded, so every run can be repeated.
+    Without a seed, a random one is drawn and recorded, so every run can be repeated. The
+    dataset is locked for the run (another process on it waits ``wait_seconds``, then is
+    refused), and runs of it that a killed process left behind are cleaned up first. With
+    ``in_place`` (attached datasets), the finished run is then applied to the user's tables in
+    one transaction (see :func:`apply_in_place`); with ``dry_run`` too, only planned (see
+    :func:`preview_in_place`).
     """
-    if model.validate is not None:
-        model.validate(backend, dataset, params)
-    if seed is None:
-        seed = secrets.randbelow(2**31)
-    with recorded_run(backend, dataset, model.name, params, seed) as context:
-        model.anonymize(backend, dataset, params, context)
+    if dry_run and not in_place:
+        raise UsageError("--dry-run shows what --in-place would change: pass both")
+    with dataset_lock(backend, dataset, wait_seconds):
+        cleanup_runs(backend, dataset)
+        if in_place:
+            _check_in_place(backend, dataset)
+        if model.validate is not None:
+            model.validate(backend, dataset, params)
+        if seed is None:
+            seed = secrets.randbelow(2**31)
+        with recorded_run(backend, dataset, model.name, params, seed) as context:
+            model.anonymize(backend, dataset, params, context)
+        if in_place and not dry_run:
+            apply_in_place(backend, dataset, get_run(backend, dataset, context.run_id))
     return context.run_id
+
+
+def _check_in_place(backend: Backend, dataset: Dataset) -> None:
+    """Before a run meant for --in-place: everything that would stop the apply, checked early."""
+    applied = backend.scalar("inplace_applied_of_dataset", {"dataset_id": dataset.dataset_id},
+                             backend.catalog_tables("inplace_applies"))
+    if applied is not None:
+        raise UsageError(f"run {applied} was applied in place to dataset {dataset.name!r}; "
+                         f"undo it first ('setanon undo {applied}'), or attach the anonymized "
+                         "table again under a new name")
+    items, records = inplace.user_tables(backend, dataset)
+    inplace.check_privileges(backend, items, records)
+    inplace.check_in_sync(backend, dataset, items, records)
+
+
+def preview_in_place(backend: Backend, dataset: Dataset, run: Run,
+                     top: int = 10) -> dict[str, Any]:
+    """What applying ``run`` in place would change: counts per action, top changes, samples."""
+    return inplace.preview(backend, inplace.build_plan(backend, dataset, run), top)
+
+
+def apply_in_place(backend: Backend, dataset: Dataset, run: Run,
+                   wait_seconds: float = 0.0) -> dict[str, Any]:
+    """Write a finished run into the user's attached tables, in one transaction.
+
+    Suppressed (record, item) rows are deleted, generalized values updated, moved items get
+    their new record key; every change goes to the change log and every changed row to a typed
+    backup, so :func:`undo_in_place` restores the original rows exactly.
+    """
+    with dataset_lock(backend, dataset, wait_seconds):
+        _check_in_place(backend, dataset)
+        return inplace.apply_plan(backend, inplace.build_plan(backend, dataset, run))
+
+
+def in_place_figures(backend: Backend, run_id: int) -> dict[str, Any]:
+    """What an in-place run changed (rows per action), as recorded when it was applied."""
+    return inplace.applied_figures(backend, run_id)
+
+
+def undo_in_place(backend: Backend, run_id: int, wait_seconds: float = 0.0) -> dict[str, Any]:
+    """Restore the user's tables as they were before run ``run_id`` was applied in place."""
+    return inplace.undo_run(backend, run_id, wait_seconds)
 
 
 def verify(backend: Backend, dataset: Dataset, run: Run) -> Verification:

@@ -200,23 +200,38 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
 @click.option("--model", required=True, help="km | rho | prho | kanon | swap (see setanon models)")
 @click.option("--seed", type=int, default=None,
               help="makes the run reproducible (default: a random seed, recorded with the run)")
+@click.option("--in-place", "in_place", is_flag=True,
+              help="then write the result into the attached tables (one transaction; undo)")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="with --in-place: print what would change in the tables, write nothing")
 @db_options
 @click.pass_context
-def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None) -> None:
+def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None,
+              in_place: bool, dry_run: bool) -> None:
     """Anonymize a dataset with a privacy model; prints the run id.
 
-    The model's own options follow --model; 'setanon models' lists them.
+    The model's own options follow --model; 'setanon models' lists them. With --in-place
+    (attached datasets) the result replaces the rows of the user's tables in one transaction;
+    'setanon undo RUN' restores them.
 
     \b
     Example:
       setanon anonymize bms2 --model km --k 5 --m 2 --seed 1
+      setanon anonymize shop --model rho --rho 0.5 --sensitive-fraction 0.1 --in-place --dry-run
     """
+    from setanon_sql.inplace.text import format_applied, format_preview
+
     dataset = api.get_dataset(db, name)
     chosen = require_model(model)
     params = _model_params(chosen, ctx.args)
     with _status(f"anonymizing {name} with {model}"):
-        run_id = api.anonymize(db, dataset, chosen, params, seed)
+        run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run)
     click.echo(run_id)
+    if dry_run:
+        run = api.get_run(db, dataset, run_id)
+        click.echo(format_preview(api.preview_in_place(db, dataset, run)))
+    elif in_place:
+        click.echo(format_applied(run_id, api.in_place_figures(db, run_id)))
 
 
 def _model_params(model: Any, args: list[str]) -> dict[str, Any]:
@@ -372,8 +387,9 @@ def undo(db: Backend, run_id: int) -> None:
     if db.scalar("run_by_id_any_dataset", {"run_id": run_id},
                  db.catalog_tables("runs", "datasets")) is None:
         raise NotFoundError(f"there is no run {run_id}; 'setanon runs' lists the runs")
-    raise UsageError(f"run {run_id} changed no user table in place (in-place runs are not "
-                     "available in this version), so there is nothing to undo")
+    result = api.undo_in_place(db, run_id)
+    click.echo(f"undid run {run_id}: the user's tables hold their original rows again "
+               f"({result['rows_reverted']:,} rows reverted, deleted rows re-inserted)")
 
 
 @main.command()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +20,10 @@ from sqlglot import exp
 from setanon_sql import __version__
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
+from setanon_sql.errors import ConnectionFailedError
 from setanon_sql.names import run_table
+
+_LOCK_POLL_SECONDS = 0.2
 
 
 @dataclass
@@ -86,17 +90,59 @@ def list_runs(backend: Backend, dataset_name: str | None = None) -> list[dict[st
     ]
 
 
-def cleanup_runs(backend: Backend) -> list[int]:
+def _lock_key(backend: Backend, dataset_id: int) -> tuple[int, int]:
+    """The advisory-lock key of a dataset: (schema hash as a signed int4, dataset id)."""
+    schema_hash = zlib.crc32(backend.schema.encode("utf-8"))
+    return (schema_hash - (1 << 32) if schema_hash >= 1 << 31 else schema_hash, dataset_id)
+
+
+@contextmanager
+def dataset_lock(backend: Backend, dataset: Dataset, wait_seconds: float = 0.0) -> Iterator[None]:
+    """Hold the dataset's lock: one setanon process at a time works on a dataset.
+
+    PostgreSQL: a session-level advisory lock, released by the server when the process dies
+    (so a killed run never blocks the next one). DuckDB: the file lock already admits one
+    process. Waits up to ``wait_seconds``, then refuses with a message naming the dataset.
+    """
+    key = _lock_key(backend, dataset.dataset_id)
+    deadline = time.monotonic() + wait_seconds
+    while not backend.try_advisory_lock(key):
+        if time.monotonic() >= deadline:
+            raise ConnectionFailedError(
+                f"dataset {dataset.name!r} is in use by another setanon process (a run, apply "
+                "or undo on it is in progress); wait for it to finish, then try again")
+        time.sleep(_LOCK_POLL_SECONDS)
+    try:
+        yield
+    finally:
+        backend.advisory_unlock(key)
+
+
+def _mark_stale(backend: Backend, run_id: int, message: str) -> None:
+    with backend.transaction():
+        _drop_run_tables(backend, run_id)
+        backend.run("run_mark_failed", {"run_id": run_id, "message": message},
+                    backend.catalog_tables("runs"))
+
+
+def cleanup_runs(backend: Backend, dataset: Dataset | None = None) -> list[int]:
     """Mark runs left 'running' by a killed process as failed and drop their tables.
 
-    Only safe when no other setanon process is working on this database.
+    A run counts as killed when nobody holds its dataset's lock (PostgreSQL), so a run in
+    progress in another process is left alone. DuckDB admits one process per file, so every
+    'running' run another process left there is stale. With ``dataset``, only its runs.
     """
     tables = backend.catalog_tables("runs")
-    stale = [int(r) for (r,) in backend.query("runs_with_status", {"status": "running"}, tables)]
-    for run_id in stale:
-        with backend.transaction():
-            _drop_run_tables(backend, run_id)
-            backend.run("run_mark_failed",
-                        {"run_id": run_id, "message": "interrupted; cleaned up by runs --cleanup"},
-                        tables)
+    stale = []
+    for run_id, dataset_id in backend.query("inplace_running_runs", None, tables):
+        if dataset is not None and int(dataset_id) != dataset.dataset_id:
+            continue
+        key = _lock_key(backend, int(dataset_id))
+        if not backend.try_advisory_lock(key):
+            continue
+        try:
+            _mark_stale(backend, int(run_id), "interrupted (process killed); cleaned up")
+        finally:
+            backend.advisory_unlock(key)
+        stale.append(int(run_id))
     return stale

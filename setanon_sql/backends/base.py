@@ -202,6 +202,40 @@ class Backend(ABC):
         badly (nested loops over millions of rows) until it is analyzed.
         """
 
+    # ---- in-place work on the user's tables -------------------------------------------------
+    def row_locator(self) -> exp.Expression:
+        """The engine's physical row id, stable inside one transaction.
+
+        Undo uses it to pick exactly one of several identical rows; it is never stored across
+        transactions (an UPDATE or VACUUM may move a row).
+        """
+        from setanon_sql.errors import UnsupportedOperationError
+
+        raise UnsupportedOperationError(f"the {self.name} backend has no physical row id")
+
+    def try_advisory_lock(self, key: tuple[int, int]) -> bool:
+        """Take the session-level lock ``key`` without waiting; False when another holds it.
+
+        The default suits engines whose file lock already admits one writing process.
+        """
+        return True
+
+    def advisory_unlock(self, key: tuple[int, int]) -> None:  # noqa: B027
+        """Release a lock taken by :meth:`try_advisory_lock` (a no-op by default)."""
+
+    def lock_for_write(self, table: exp.Table) -> None:  # noqa: B027
+        """Inside a transaction: keep other sessions from writing ``table`` until it ends.
+
+        A no-op where one process holds the whole database (DuckDB's file lock).
+        """
+
+    def missing_privileges(self, table: exp.Table, privileges: Sequence[str]) -> list[str]:
+        """Which of ``privileges`` (SELECT, INSERT, UPDATE, DELETE) this role lacks on a table.
+
+        None by default: engines without roles grant everything the file permissions allow.
+        """
+        return []
+
     @abstractmethod
     def close(self) -> None:
         """Close the connection."""

@@ -113,5 +113,8 @@ class DuckDBBackend(Backend):
         )
         self.execute(f"COPY ({body}) TO {_literal(str(path))} ({options})", params)
 
+    def row_locator(self) -> exp.Expression:
+        return exp.column("rowid")
+
     def close(self) -> None:
         self._con.close()

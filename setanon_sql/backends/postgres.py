@@ -162,5 +162,25 @@ class PostgresBackend(Backend):
     def analyze(self, table: exp.Table) -> None:
         self.execute(f"ANALYZE {table.sql(dialect='postgres')}")
 
+    def row_locator(self) -> exp.Expression:
+        return exp.column("ctid")
+
+    def try_advisory_lock(self, key: tuple[int, int]) -> bool:
+        rows = self.execute("SELECT pg_try_advisory_lock(%(a)s, %(b)s)",
+                            {"a": key[0], "b": key[1]}, fetch=True)
+        return bool(rows[0][0])
+
+    def advisory_unlock(self, key: tuple[int, int]) -> None:
+        self.execute("SELECT pg_advisory_unlock(%(a)s, %(b)s)", {"a": key[0], "b": key[1]},
+                     fetch=True)
+
+    def lock_for_write(self, table: exp.Table) -> None:
+        self.execute(f"LOCK TABLE {table.sql(dialect='postgres')} IN SHARE ROW EXCLUSIVE MODE")
+
+    def missing_privileges(self, table: exp.Table, privileges: Sequence[str]) -> list[str]:
+        name = table.sql(dialect="postgres")
+        return [p for p in privileges if not self.execute(
+            "SELECT has_table_privilege(%(t)s, %(p)s)", {"t": name, "p": p}, fetch=True)[0][0]]
+
     def close(self) -> None:
         self._con.close()
