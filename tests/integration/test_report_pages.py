@@ -123,3 +123,21 @@ def test_failed_run_is_refused(db_url: DbUrl, tmp_path: Path) -> None:
             api.anonymize(db, dataset, MIXED, {}, seed=1)  # no salt: the double fails
     code, out = setanon_report("t", "--run", "2", "-o", str(tmp_path / "r.html"), *db_url.args)
     assert code == 2 and "run 2 is failed (KeyError: 'salt')" in out
+
+
+def _run(run_id: int, model: str, **params: object) -> api.Run:
+    return api.Run(run_id, 1, model, dict(params), 1, "duckdb", "done", "0", 1.0, {}, None)
+
+
+def test_privacy_axis_picks_the_privacy_parameter_and_splits_lines() -> None:
+    from setanon_sql.report.tradeoff import privacy_axis, series_name
+
+    runs = [_run(1, "km", k="2", m=1), _run(2, "km", k="5", m=1), _run(3, "km", k="2", m=2),
+            _run(4, "km", k="5", m=2)]
+    axis = privacy_axis(runs)
+    assert (axis["key"], axis["values"], axis["fixed"]) == ("k", [2.0, 5.0, 2.0, 5.0], ["m"])
+    assert [series_name(r, axis["fixed"]) for r in runs] == ["km, m=1"] * 2 + ["km, m=2"] * 2
+    lockstep = privacy_axis([_run(1, "x", rho=0.3, salt=1), _run(2, "x", rho=0.5, salt=2)])
+    assert (lockstep["key"], lockstep["fixed"]) == ("rho", [])
+    models = privacy_axis([_run(1, "km", k="2,2"), _run(2, "rho", rho=0.5)])
+    assert (models["key"], models["categories"]) == (None, ["run 1", "run 2"])
