@@ -30,7 +30,8 @@ def run_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
     table = context.table
     conseq = fresh(backend, table, "conseq")
     backend.materialize(conseq, constraint.consequents())
-    olevels = (original_levels(backend, table, base, shape.max_q)
+    olevels = (original_levels(backend, table, base,
+                                               min(shape.max_q, shape.width - 1))
                if constraint.per_record else [])
     cur, history = base, []
     for round_no in range(1, 10**9):

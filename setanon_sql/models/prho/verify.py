@@ -86,7 +86,8 @@ def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items:
     if shape.width >= 2:
         conseq = table("conseq")
         backend.materialize(conseq, constraint.consequents())
-        olevels = (original_levels(backend, table, base, shape.max_q)
+        olevels = (original_levels(backend, table, base,
+                                               min(shape.max_q, shape.width - 1))
                    if constraint.per_record else [])
         rules = table("rules")
         exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,
