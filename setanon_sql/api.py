@@ -107,6 +107,7 @@ def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str
 
 def _check_in_place(backend: Backend, dataset: Dataset) -> None:
     """Before a run meant for --in-place: everything that would stop the apply, checked early."""
+    inplace.forget_dropped(backend)
     applied = backend.scalar("inplace_applied_of_dataset", {"dataset_id": dataset.dataset_id},
                              backend.catalog_tables("inplace_applies"))
     if applied is not None:

@@ -122,3 +122,9 @@ WHERE run_id = :run_id
 
 -- name: inplace_count
 SELECT count(*) FROM t
+
+-- name: inplace_applied_runs
+SELECT run_id FROM inplace_applies WHERE state = 'applied' ORDER BY run_id
+
+-- name: inplace_delete
+DELETE FROM inplace_applies WHERE run_id = :run_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 from setanon_sql.inplace.apply import apply_plan, check_privileges
 from setanon_sql.inplace.plan import Plan, build_plan, check_in_sync, preview
 from setanon_sql.inplace.target import user_tables
-from setanon_sql.inplace.undo import applied_figures, undo_run
+from setanon_sql.inplace.undo import applied_figures, forget_dropped, undo_run
 
 __all__ = [
     "Plan",
@@ -19,6 +19,7 @@ __all__ = [
     "build_plan",
     "check_in_sync",
     "check_privileges",
+    "forget_dropped",
     "preview",
     "undo_run",
     "user_tables",

@@ -162,6 +162,8 @@ def apply_plan(backend: Backend, plan: Plan) -> dict[str, Any]:
                 _apply_records(backend, plan)
                 figures["record_rows"] = {str(a): int(n) for a, n in backend.query(
                     "inplace_plan_counts", tables={"plan": undo_records})}
+            backend.run("inplace_delete", {"run_id": run_id},
+                        backend.catalog_tables("inplace_applies"))
             backend.run("inplace_insert", {
                 "run_id": run_id, "dataset_id": plan.dataset.dataset_id, "items_table": items.ref,
                 "records_table": records.ref if records else None,

@@ -26,6 +26,19 @@ from setanon_sql.runs import dataset_lock
 UPDATE_ACTIONS = ("generalize", "move")
 
 
+def forget_dropped(backend: Backend) -> list[int]:
+    """Forget applies whose run was dropped with its dataset (its backup went with it).
+
+    Run ids are reused after a drop, so a stale row would otherwise claim a new run.
+    """
+    tables = backend.catalog_tables("inplace_applies")
+    gone = [int(r) for (r,) in backend.query("inplace_applied_runs", None, tables)
+            if not backend.table_names(run_table(int(r), "undo_items"))]
+    for run_id in gone:
+        backend.run("inplace_delete", {"run_id": run_id}, tables)
+    return gone
+
+
 def applied_figures(backend: Backend, run_id: int) -> dict[str, Any]:
     """The figures recorded when run ``run_id`` was applied in place."""
     return _applied(backend, run_id)[1]
@@ -118,6 +131,7 @@ def _revert_records(backend: Backend, dataset: Dataset, records: UserTable,
 
 def undo_run(backend: Backend, run_id: int, wait_seconds: float = 0.0) -> dict[str, Any]:
     """Restore the user's tables as they were before run ``run_id`` was applied in place."""
+    forget_dropped(backend)
     _applied(backend, run_id)
     dataset = _dataset_of(backend, run_id)
     with dataset_lock(backend, dataset, wait_seconds):
