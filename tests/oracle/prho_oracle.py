@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
 
 Records = list[frozenset[str]]
+Member = Callable[[int, str], bool]
 
 
 def read_fimi(path: Path) -> Records:
@@ -146,3 +148,74 @@ def util_mining(original: Records, published: Records, minsup: Fraction,
     a = association_rules(original, minsup, minconf)
     b = association_rules(published, minsup, minconf)
     return 1 - len(a & b) / len(a | b) if a | b else 0.0
+
+
+def member_function(records: Records, setting: str, seed: int, fraction: float,
+                    noise: float = 0.01) -> Member:
+    """``member(u, label)``: whether label ∈ E_u (u 0-based), drawn lazily: the benchmark's
+    check of large data cannot list n·|I| pairs."""
+    labels = set().union(*records)
+    common = common_set(labels, seed, fraction) if setting != "personalized" else set()
+    if setting == "fixed":
+        return lambda u, label: label in common
+    if setting == "personalized":
+        return lambda u, label: _draw(seed, u + 1, label, fraction)
+
+    def plus(u: int, label: str) -> bool:
+        return _draw(seed, u + 1, label, 1 - noise if label in common else noise)
+
+    if setting == "personalized+":
+        return plus
+    union = {label for label in labels
+             if any(plus(u, label) for u in range(len(records)))}
+    return lambda u, label: label in union
+
+
+def count_unsafe_adversaries(original: Records, published: Records, member: Member, rho: Fraction,
+                             m: int | None) -> int:
+    """Unsafe adversaries (u, Q), |Q| <= m, for large data: supports of every subset of every
+    published record are counted once, and each Q looks only at its one-item extensions."""
+    counts: Counter[frozenset[str]] = Counter()
+    for record in published:
+        top = len(record) if m is None else min(len(record), m + 1)
+        for size in range(1, top + 1):
+            counts.update(frozenset(c) for c in combinations(sorted(record), size))
+    extensions: dict[frozenset[str], list[tuple[str, int]]] = {}
+    for itemset, sx in counts.items():
+        if len(itemset) >= 2:
+            for e in itemset:
+                extensions.setdefault(itemset - {e}, []).append((e, sx))
+    unsafe = 0
+    for u, record in enumerate(original):
+        top = len(record) if m is None else min(m, len(record))
+        for size in range(1, top + 1):
+            for q in combinations(sorted(record), size):
+                key = frozenset(q)
+                sq = counts.get(key, 0)
+                if sq and any(sx > rho * sq and member(u, e)
+                              for e, sx in extensions.get(key, ())):
+                    unsafe += 1
+    return unsafe
+
+
+def sampled_unsafe_share(original: Records, published: Records, member: Member, rho: Fraction,
+                         ell: int, n: int, seed: int) -> float:
+    """Ĥ_ℓ of n adversaries drawn as the paper does (own RNG), supports by inverted index."""
+    import random
+
+    rng = random.Random(seed)
+    index: dict[str, set[int]] = {}
+    for v, record in enumerate(published):
+        for label in record:
+            index.setdefault(label, set()).add(v)
+    eligible = [u for u, record in enumerate(original) if len(record) >= ell]
+    bad = 0
+    for _ in range(n):
+        u = rng.choice(eligible)
+        q = frozenset(rng.sample(sorted(original[u]), ell))
+        cover = set.intersection(*(index.get(label, set()) for label in q))
+        if not cover:
+            continue
+        ext = Counter(e for v in cover for e in published[v] - q)
+        bad += any(sx > rho * len(cover) and member(u, e) for e, sx in ext.items())
+    return bad / n

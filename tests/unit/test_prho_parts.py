@@ -1,0 +1,47 @@
+"""Pieces of --model prho that need no database: n_S, draw thresholds, rule rows, SQL rendering."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from setanon_sql.models.prho.adversaries import draw_ranks, rules_query
+from setanon_sql.models.prho.constraint import threshold
+from setanon_sql.models.prho.params import count_lines, sample_size
+from setanon_sql.sqlrender import qualified_table
+
+
+@pytest.mark.parametrize(("eps", "n"), [(0.1, 116), (0.05, 600), (0.01, 23026)])
+def test_sample_size_reproduces_the_paper(eps: float, n: int) -> None:
+    """Sec. 5.3: |S| >= 116, 600 and 23,026 for ε = δ = 0.1, 0.05, 0.01."""
+    assert sample_size(eps, eps) == n
+
+
+def test_thresholds_order_like_the_integers_they_stand_for() -> None:
+    assert threshold(0.0) == "00000000" and threshold(1.0) == "g"
+    assert threshold(0.4) == format(round(0.4 * 2**32), "08x")
+    digests = [hashlib.md5(str(i).encode()).hexdigest()[:8] for i in range(2000)]
+    below = sum(d < threshold(0.25) for d in digests)
+    assert below == sum(int(d, 16) < round(0.25 * 2**32) for d in digests)
+    assert 400 < below < 600
+
+
+def test_draws_are_reproducible_and_in_range() -> None:
+    assert draw_ranks("1:1:2", 50, 7) == draw_ranks("1:1:2", 50, 7)
+    assert set(draw_ranks("1:1:2", 500, 7)) == set(range(7))
+
+
+def test_count_lines_matches_the_loader(tmp_path: Path) -> None:
+    for text, n in [("", 0), ("1\n", 1), ("1\n\n2", 3), ("\n\n", 2)]:
+        path = tmp_path / "e.dat"
+        path.write_bytes(text.encode())
+        assert count_lines(path) == n
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
+def test_sampled_rules_render_with_e_merged_into_q(dialect: str) -> None:
+    sql = rules_query(qualified_table("s", "unsafe"), qualified_table("s", "hits"), 2, 3).sql(
+        dialect=dialect)
+    assert '"x4"' in sql and '"q3"' in sql and '"x5"' not in sql
