@@ -195,13 +195,18 @@ FROM p JOIN recb AS b
     ON b.bucket = CAST(floor(p.t / :z * :nb) AS BIGINT) AND b.lo <= p.t AND p.t < b.hi
 
 -- name: km_sample_subsets
--- A uniform ℓ-subset of each drawn record: its ℓ items of smallest hash.
+-- A uniform ℓ-subset of each drawn record: its ℓ items of smallest hash (the digest is computed
+-- once per row, then decoded by km_hex).
 SELECT pid, item_id FROM (
-    SELECT p.pid, i.item_id,
-           row_number() OVER (PARTITION BY p.pid
-                              ORDER BY km_uniform('subset', :seed, :ell, :round, p.pid,
-                                                  i.item_id), i.item_id) AS r
-    FROM props AS p JOIN items AS i ON i.record_id = p.record_id
+    SELECT pid, item_id,
+           row_number() OVER (PARTITION BY pid ORDER BY km_hex(h), item_id) AS r
+    FROM (
+        SELECT p.pid, i.item_id,
+               md5(concat_ws('|', 'subset', CAST(:seed AS TEXT), CAST(:ell AS TEXT),
+                             CAST(:round AS TEXT), CAST(p.pid AS TEXT),
+                             CAST(i.item_id AS TEXT))) AS h
+        FROM props AS p JOIN items AS i ON i.record_id = p.record_id
+    ) AS hashed
 ) AS ranked
 WHERE r <= :ell
 
@@ -209,13 +214,29 @@ WHERE r <= :ell
 -- A proposed itemset C is drawn with probability supp(C) / Z; accepting it with probability
 -- 1 / supp(C) leaves every itemset of Omega^ℓ equally likely (rejection sampling), and draws
 -- are independent, as Theorem 1 requires. New samples are numbered after :offset.
-WITH supp AS (
+-- supp(C): the records of the rarest item of C that hold all ℓ items (rarest first keeps the
+-- join small: the postings of frequent items are never scanned whole).
+WITH occ AS (
+    SELECT s.item_id, count(*) AS n
+    FROM (SELECT DISTINCT item_id FROM subs) AS s JOIN items AS i ON i.item_id = s.item_id
+    GROUP BY s.item_id
+), ranked AS (
+    SELECT s.pid, s.item_id,
+           row_number() OVER (PARTITION BY s.pid ORDER BY o.n, s.item_id) AS pos
+    FROM subs AS s JOIN occ AS o ON o.item_id = s.item_id
+), holders AS (
+    SELECT r.pid, i.record_id
+    FROM ranked AS r JOIN items AS i ON i.item_id = r.item_id
+    WHERE r.pos = 1
+), supp AS (
     SELECT pid, count(*) AS supp FROM (
-        SELECT s.pid, i.record_id
-        FROM subs AS s JOIN items AS i ON i.item_id = s.item_id
-        GROUP BY s.pid, i.record_id
+        SELECT h.pid, h.record_id
+        FROM holders AS h
+        JOIN subs AS s ON s.pid = h.pid
+        JOIN items AS i ON i.record_id = h.record_id AND i.item_id = s.item_id
+        GROUP BY h.pid, h.record_id
         HAVING count(*) = :ell
-    ) AS holders
+    ) AS full_holders
     GROUP BY pid
 ), kept AS (
     SELECT pid, supp FROM supp
@@ -246,21 +267,34 @@ FROM sn JOIN keyed AS k ON k.sid = sn.sid JOIN groups AS g ON g.gkey = k.gkey
 
 -- name: km_group_violations
 -- Generalized sample itemsets with support below :k in <R, D> (vid, node_id, samples).
-WITH sizes AS (SELECT vid, count(*) AS size FROM groups GROUP BY vid),
-holders AS (
-    SELECT gr.vid, g.record_id
-    FROM groups AS gr
-    JOIN sizes AS sz ON sz.vid = gr.vid
-    JOIN g ON g.node_id = gr.node_id
-    GROUP BY gr.vid, g.record_id, sz.size
-    HAVING count(*) = sz.size
+-- Support counted from the rarest node's records, as in km_sample_accept.
+WITH gocc AS (
+    SELECT x.node_id, count(*) AS n
+    FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
+    GROUP BY x.node_id
+), ranked AS (
+    SELECT gr.vid, gr.node_id,
+           row_number() OVER (PARTITION BY gr.vid ORDER BY o.n, gr.node_id) AS pos,
+           count(*) OVER (PARTITION BY gr.vid) AS size
+    FROM groups AS gr JOIN gocc AS o ON o.node_id = gr.node_id
+), holders AS (
+    SELECT r.vid, r.size, g.record_id
+    FROM ranked AS r JOIN g ON g.node_id = r.node_id
+    WHERE r.pos = 1
 ), support AS (
-    SELECT s.vid, count(h.record_id) AS supp
-    FROM sizes AS s LEFT JOIN holders AS h ON h.vid = s.vid GROUP BY s.vid
+    SELECT vid, count(*) AS supp FROM (
+        SELECT h.vid, h.record_id
+        FROM holders AS h
+        JOIN ranked AS r ON r.vid = h.vid
+        JOIN g AS g2 ON g2.record_id = h.record_id AND g2.node_id = r.node_id
+        GROUP BY h.vid, h.record_id, h.size
+        HAVING count(*) = h.size
+    ) AS full_holders
+    GROUP BY vid
 )
 SELECT gr.vid, gr.node_id, gr.n
-FROM groups AS gr JOIN support AS s ON s.vid = gr.vid
-WHERE s.supp < :k
+FROM groups AS gr LEFT JOIN support AS s ON s.vid = gr.vid
+WHERE coalesce(s.supp, 0) < :k
 
 -- name: km_published_cut
 -- A published run as a cut: original item -> published item id (for checks by sampling).
@@ -272,3 +306,16 @@ SELECT record_id, item_id AS node_id FROM published
 -- name: km_sample_unique_share
 -- Samples whose itemset occurs in exactly one record of the original data, and all samples.
 SELECT count(DISTINCT CASE WHEN supp = 1 THEN sid END), count(DISTINCT sid) FROM samples
+
+-- name: km_sample_singletons
+-- Size 1: Omega^1 is the set of items that occur, so :n uniform draws need no rejection.
+WITH d AS (
+    SELECT item_id, count(*) AS supp, row_number() OVER (ORDER BY item_id) AS r
+    FROM items GROUP BY item_id
+), p AS (
+    SELECT g.pid,
+           CAST(floor(km_uniform('single', :seed, :ell, :round, g.pid)
+                      * (SELECT count(*) FROM d)) AS BIGINT) + 1 AS r
+    FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS g(pid)
+)
+SELECT p.pid AS sid, d.item_id, d.supp FROM p JOIN d ON d.r = p.r

@@ -77,7 +77,7 @@ def test_sampled_run_is_reproducible(db: Backend, tmp_path: Path) -> None:
 def test_unicity_estimate_is_within_its_bound(db: Backend, tmp_path: Path) -> None:
     data, _ = random_case(tmp_path, 4)
     dataset = api.load_transactions(db, data, "u")
-    estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.01)
+    estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001)
     records = km_oracle.read_fimi(data)
     for estimate in estimates:
         truth = km_oracle.unicity(records, estimate["size"])

@@ -7,6 +7,7 @@ weighted by C(|D_u|, ℓ), is corrected by rejection instead: an itemset C is th
 probability supp(C) / Z, and accepting it with probability 1 / supp(C) makes every itemset
 equally likely. The draws are exactly uniform and independent, so no mixing time (Theorem 3)
 or convergence diagnostic (Geweke) is needed; a batch of proposals is a few SQL statements.
+Size 1 draws items directly (Omega^1 is the item set; rejection would accept |I| / |D| only).
 Randomness is a hash of (seed, stream, round, proposal), the same on every backend.
 """
 
@@ -29,7 +30,11 @@ def uniform(*parts: exp.Expression) -> exp.Expression:
     """A number in [0, 1) from the first 32 bits of md5 of the parts (portable hex decoding)."""
     text = exp.ConcatWs(expressions=[exp.Literal.string("|"),
                                      *(exp.cast(p, "TEXT") for p in parts)])
-    digest = exp.MD5(this=text)
+    return hex_fraction(exp.MD5(this=text))
+
+
+def hex_fraction(digest: exp.Expression) -> exp.Expression:
+    """The first 8 hex digits of ``digest`` as a number in [0, 1), identical on every backend."""
     value: exp.Expression | None = None
     for i in range(8):
         digit = exp.Sub(this=exp.StrPosition(
@@ -61,6 +66,8 @@ def statement(name: str, ell: int) -> exp.Expression:
     def expand(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_uniform":
             return uniform(*node.expressions)
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "km_hex":
+            return hex_fraction(node.expressions[0])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_binomial":
             return binomial(node.expressions[0], ell)
         return node
@@ -89,6 +96,14 @@ class Sampler:
         """Create ``target(sid, item_id, supp)`` with at least ``count`` samples of size ℓ
         (fewer only if Omega^ℓ is empty); ``supp`` is the itemset's support in D."""
         b = self.backend
+        if ell == 1:
+            self.rounds += 1
+            params = {"seed": self.seed, "ell": 1, "n": count,
+                      "round": self.stream * 1_000_000 + self.rounds}
+            b.materialize(target, statement("km_sample_singletons", 1), params,
+                          {"items": self.items})
+            self.proposals += count
+            return self._count(target, "sid")
         recw, recb = self.table("recw"), self.table("recb")
         b.materialize(recw, statement("km_sample_weights", ell), {"ell": ell},
                       {"items": self.items})
