@@ -46,7 +46,9 @@ __all__ = [
     "dataset_summary",
     "demo_file",
     "drop_dataset",
-    "export_dataset", "find_dataset",
+    "estimate_unicity",
+    "export_dataset",
+    "find_dataset",
     "get_dataset",
     "get_run",
     "list_runs",
@@ -153,6 +155,19 @@ def verify(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     if run.status != "done":
         raise UsageError(f"run {run.run_id} is {run.status}, not done: there is nothing to verify")
     return require_model(run.model).verify(backend, dataset, run)
+
+
+def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
+                     epsilon: float = 0.01, delta: float = 0.01,
+                     column: str | None = None) -> list[dict[str, Any]]:
+    """Share of the data's ℓ-itemsets (ℓ ≤ m) held by one record only, from uniform samples.
+
+    What a steward looks at before choosing k and m (Acs et al. §VI-B): each share is within
+    ± ``epsilon`` with confidence 1 - ``delta``.
+    """
+    from setanon_sql.models.km.risk import estimate_unicity as estimate
+
+    return estimate(backend, dataset, m, seed, epsilon, delta, column)
 
 
 def demo_file(name: str) -> Path:

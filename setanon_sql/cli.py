@@ -5,7 +5,6 @@ Exit codes: 0 ok, 1 privacy guarantee not met (verify), 2 usage or input error.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -21,8 +20,12 @@ from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
 from setanon_sql.errors import GuaranteeNotMetError, NotFoundError, SetanonError, UsageError
 from setanon_sql.io.table import split_columns
 from setanon_sql.models import describe_models, require_model
+from setanon_sql.report.command import report_command
 
 _DB_HELP = f"database URL (default: $SETANON_DB, else {DEFAULT_URL})"
+_WAIT_OPTION = click.option(
+    "--wait", type=click.FloatRange(min=0), default=0.0, show_default=True, metavar="SECONDS",
+    help="when another run holds the dataset: wait this long for it, then give up")
 
 
 def _err(message: str) -> None:
@@ -204,10 +207,11 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
               help="then write the result into the attached tables (one transaction; undo)")
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="with --in-place: print what would change in the tables, write nothing")
+@_WAIT_OPTION
 @db_options
 @click.pass_context
 def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None,
-              in_place: bool, dry_run: bool) -> None:
+              in_place: bool, dry_run: bool, wait: float) -> None:
     """Anonymize a dataset with a privacy model; prints the run id.
 
     The model's own options follow --model; 'setanon models' lists them. With --in-place
@@ -225,7 +229,7 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
     chosen = require_model(model)
     params = _model_params(chosen, ctx.args)
     with _status(f"anonymizing {name} with {model}"):
-        run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run)
+        run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run, wait)
     click.echo(run_id)
     if dry_run:
         run = api.get_run(db, dataset, run_id)
@@ -265,33 +269,6 @@ def verify(db: Backend, name: str, run: str) -> None:
         click.echo(f"  {key}: {value}")
     if not result.ok:
         raise GuaranteeNotMetError(f"run {found.run_id} does not meet its guarantee")
-
-
-@main.command()
-@click.argument("name")
-@click.option("--run", "run", default=None, help="run id or 'latest' (default: data as loaded)")
-@click.option("--format", "fmt", default="text", type=click.Choice(["text", "json"]),
-              show_default=True)
-@click.option("-o", "--output", default=None, help="write to this file instead of the terminal")
-@db_options
-def report(db: Backend, name: str, run: str | None, fmt: str, output: str | None) -> None:
-    """Summarize a dataset, or a run of it: sizes, record lengths, columns.
-
-    \b
-    Example:
-      setanon report bms2 --format json -o bms2.json
-    """
-    dataset = api.get_dataset(db, name)
-    found = api.get_run(db, dataset, run) if run else None
-    summary = api.dataset_summary(db, dataset, found)
-    from setanon_sql.summary import format_summary
-
-    text = json.dumps(summary, indent=2, default=str) if fmt == "json" else format_summary(summary)
-    if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
-        click.echo(f"wrote {output}")
-    else:
-        click.echo(text)
 
 
 @main.command()
@@ -362,22 +339,86 @@ def datasets(db: Backend) -> None:
 
 @main.command()
 @click.argument("name")
+@click.option("--force", is_flag=True,
+              help="also when a run was applied in place (its undo backup is dropped too)")
 @db_options
-def drop(db: Backend, name: str) -> None:
+def drop(db: Backend, name: str, force: bool) -> None:
     """Remove a dataset, its runs and its tables from setanon's schema (not the user's tables).
 
     \b
     Example:
       setanon drop bms2
     """
-    api.drop_dataset(db, api.get_dataset(db, name))
+    api.drop_dataset(db, api.get_dataset(db, name), force)
     click.echo(f"dropped {name}")
 
 
 @main.command()
-@click.argument("run_id", type=int)
+@click.argument("name")
+@click.option("--m", "m", type=int, default=3, show_default=True,
+              help="largest itemset size an adversary knows")
+@click.option("--epsilon", type=float, default=0.01, show_default=True,
+              help="each share is within +- epsilon ...")
+@click.option("--delta", type=float, default=0.01, show_default=True,
+              help="... with confidence 1 - delta")
+@click.option("--column", default=None, help="set-valued column (default: the only one)")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the samples")
 @db_options
-def undo(db: Backend, run_id: int) -> None:
+def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: str | None,
+         seed: int) -> None:
+    """Estimate how identifying a dataset's itemsets are, before choosing k and m.
+
+    Prints, for each size l <= m, the share of the data's l-itemsets held by one record only
+    (unicity), from uniform samples drawn in the database.
+
+    \b
+    Example:
+      setanon risk bms2 --m 3
+    """
+    dataset = api.get_dataset(db, name)
+    with _status(f"sampling itemsets of {name}"):
+        found = api.estimate_unicity(db, dataset, m, seed, epsilon, delta, column)
+    click.echo(f"unicity of {name} (share of l-itemsets held by one record; "
+               f"+-{epsilon:g} with confidence {1 - delta:g}):")
+    for row in found:
+        share = "no itemsets" if row["unique_share"] is None else f"{row['unique_share']:.4f}"
+        click.echo(f"  l = {row['size']}: {share}  ({row['samples']:,} samples)")
+
+
+@main.command("apply")
+@click.argument("name")
+@click.option("--run", "run", default="latest", show_default=True, help="run id or 'latest'")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="print what would change in the tables, write nothing")
+@_WAIT_OPTION
+@db_options
+def apply_run(db: Backend, name: str, run: str, dry_run: bool, wait: float) -> None:
+    """Write a finished run into the attached tables (one transaction; 'setanon undo' reverts).
+
+    For a run made without --in-place, e.g. after looking at its report.
+
+    \b
+    Example:
+      setanon apply shop --run 3 --dry-run
+      setanon apply shop --run 3
+    """
+    from setanon_sql.inplace.text import format_applied, format_preview
+
+    dataset = api.get_dataset(db, name)
+    found = api.get_run(db, dataset, run)
+    if dry_run:
+        click.echo(format_preview(api.preview_in_place(db, dataset, found)))
+        return
+    with _status(f"applying run {found.run_id} to the tables of {name}"):
+        figures = api.apply_in_place(db, dataset, found, wait)
+    click.echo(format_applied(found.run_id, figures))
+
+
+@main.command()
+@click.argument("run_id", type=int)
+@_WAIT_OPTION
+@db_options
+def undo(db: Backend, run_id: int, wait: float) -> None:
     """Restore the rows an in-place run changed in the user's tables.
 
     \b
@@ -387,7 +428,7 @@ def undo(db: Backend, run_id: int) -> None:
     if db.scalar("run_by_id_any_dataset", {"run_id": run_id},
                  db.catalog_tables("runs", "datasets")) is None:
         raise NotFoundError(f"there is no run {run_id}; 'setanon runs' lists the runs")
-    result = api.undo_in_place(db, run_id)
+    result = api.undo_in_place(db, run_id, wait)
     click.echo(f"undid run {run_id}: the user's tables hold their original rows again "
                f"({result['rows_reverted']:,} rows reverted, deleted rows re-inserted)")
 
@@ -455,3 +496,6 @@ def models_command() -> None:
             click.echo(f"\noptions of --model {info.name}:")
             for option in model.options:
                 click.echo(f"  {', '.join(option.opts):<24} {option.help or ''}")
+
+
+main.add_command(report_command(db_options))
