@@ -1,15 +1,14 @@
 """The report's aggregates, checked against a brute-force oracle on small random data.
 
 The run is a test double that suppresses, generalizes, adds and deletes (every kind of change a
-model makes) and publishes classes; the oracle reads the exported TSV files as plain Python sets
-and recomputes every figure. The oracle functions below use no setanon code.
+model makes) and publishes classes; the oracle (tests/oracle/report_oracle.py) reads the
+exported TSV files as plain Python sets and recomputes every figure.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from itertools import combinations
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,13 @@ from setanon_sql.report.build import build_report
 from setanon_sql.report.data import report_data
 from setanon_sql.runs import RunContext
 from tests.conftest import write
+from tests.oracle.report_oracle import (
+    oracle_changes,
+    oracle_record_classes,
+    oracle_version,
+    read_rows,
+    read_tsv,
+)
 
 LABELS = ["a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8", "z<1>", "z&2", "z3"]
 
@@ -80,55 +86,6 @@ def random_table(path: Path, seed: int, n_records: int = 40) -> Path:
             codes = sorted({*codes, "a1"})
         lines.append(f"r{record}\t{rng.choice('FM')}\t{' '.join(codes)}")
     return write(path, "\n".join(lines) + "\n")
-
-
-# ---- the oracle: plain Python over the exported records ------------------------------------
-
-def read_tsv(path: Path) -> dict[str, set[str]]:
-    """{record id: set of labels} of an exported TSV (id, sex, codes)."""
-    return {record: items for record, (_, items) in read_rows(path).items()}
-
-
-def read_rows(path: Path) -> dict[str, tuple[str, frozenset[str]]]:
-    """{record id: (sex, set of labels)} of an exported TSV (id, sex, codes)."""
-    rows = [row.split("\t") for row in path.read_text(encoding="utf-8").splitlines()[1:]]
-    return {row[0]: (row[1], frozenset(row[2].split())) for row in rows}
-
-
-def oracle_record_classes(rows: dict[str, tuple[str, frozenset[str]]]) -> list[tuple[int, int]]:
-    """(class size, classes) over records equal in the QI and the set."""
-    return sorted(Counter(Counter(rows.values()).values()).items())
-
-
-def oracle_version(records: dict[str, set[str]]) -> dict[str, Any]:
-    support = Counter(label for items in records.values() for label in items)
-    curve = sorted(support.values(), reverse=True)
-    unicity = []
-    for ell in (1, 2):
-        holders: dict[tuple[str, ...], list[str]] = {}
-        for record, items in records.items():
-            for itemset in combinations(sorted(items), ell):
-                holders.setdefault(itemset, []).append(record)
-        unique = [r[0] for r in holders.values() if len(r) == 1]
-        unicity.append({"ell": ell, "itemsets": len(holders), "unique_itemsets": len(unique),
-                        "records_at_risk": len(set(unique))})
-    return {"records": len(records), "item_occurrences": sum(support.values()),
-            "distinct_items": len(support), "curve": curve,
-            "lengths": sorted(Counter(len(items) for items in records.values()).items()),
-            "unicity": unicity}
-
-
-def oracle_changes(before: dict[str, set[str]], after: dict[str, set[str]]) -> dict[str, dict]:
-    counts: dict[str, Counter] = {}
-    for record in before.keys() | after.keys():
-        had, has = before.get(record, set()), after.get(record, set())
-        for label in had | has:
-            c = counts.setdefault(label, Counter())
-            c["before"] += label in had
-            c["kept"] += label in had and label in has
-            c["removed"] += label in had and label not in has
-            c["added"] += label in has and label not in had
-    return counts
 
 
 # ---- the checks -----------------------------------------------------------------------------

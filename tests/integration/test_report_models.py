@@ -18,7 +18,8 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models import MODELS, require_model
 from setanon_sql.report.build import build_report
 from tests.conftest import write
-from tests.integration.test_report_data import oracle_changes, random_table, read_tsv
+from tests.integration.test_report_data import random_table
+from tests.oracle.report_oracle import oracle_changes, read_tsv
 
 TRANSACTION_MODELS = {
     "km": ["--k", "3", "--m", "2"],

@@ -17,7 +17,8 @@ from setanon_sql import api
 from setanon_sql.cli import _Group, db_options
 from setanon_sql.report.command import render_report, report_command
 from tests.conftest import DbUrl
-from tests.integration.test_report_data import MIXED, oracle_changes, random_table, read_tsv
+from tests.integration.test_report_data import MIXED, random_table
+from tests.oracle.report_oracle import oracle_changes, read_tsv
 
 pytest.importorskip("matplotlib")
 

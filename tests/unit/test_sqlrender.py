@@ -25,6 +25,8 @@ MAIN_STATEMENTS = [
     # models: the statements each pass over the data is made of
     "kanon_set_rank", "kanon_set_picks", "kanon_set_decide", "kanon_numeric_moves",
     "rho_choose", "rho_windows", "rho_apply",
+    # the report's aggregates and the in-place plan
+    "report_item_support_curve", "report_unicity", "report_item_changes", "inplace_pair_plan",
 ]
 
 
