@@ -1,71 +1,194 @@
-"""Peak memory of the setanon process for `anonymize --in-place` at growing sizes.
+"""Peak memory of the setanon process for `anonymize --in-place` at growing sizes, any model.
 
-The data (records x ~3 items over 50 products, with a 3-level hierarchy) is generated inside
-the DBMS, attached, then one `setanon anonymize ... --in-place` runs in a child process whose
-peak RSS (ru_maxrss of that child alone) is printed with the wall time. On PostgreSQL the child
-is only the controller; DuckDB runs inside the child, so its RSS includes the engine.
+Issue 9 asks that the Python process's peak memory stay flat from 1M to 10M records: the data
+must stay in the DBMS. For each size this script generates customers(customer, birth, sex) and
+purchases(id, customer, product, qty) inside the DBMS (SQL only, nothing passes through Python),
+attaches them, and runs one `anonymize --in-place` in a child process. It reports:
 
-    python bench/bench_memory.py --db postgresql://... --sizes 100000,1000000 --model km
+* peak RSS of the child (VmHWM, polled by the parent, and the child's own ru_maxrss at the end).
+  On PostgreSQL the engine is another process, so this is the controller's memory. DuckDB runs
+  inside the child, so there it includes the engine; `--duckdb-memory-limit` caps DuckDB's
+  buffer manager (set on the child's connection; the backend has no option for it).
+* the peak of the Python heap (tracemalloc) of the child: the controller's own memory on both
+  backends (DuckDB's C++ allocations are not traced).
+
+    python bench/bench_memory.py --db postgresql://... --model kanon --sizes 1000000,10000000
+    python bench/bench_memory.py --db duckdb:////tmp/memory/m.duckdb --model swap --sizes 1000000
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
+from typing import Any
+
+import click
+import sqlglot
+from sqlglot import exp
 
 from setanon_sql import api
+from setanon_sql.models import require_model
+from setanon_sql.sqlrender import qualified_table
 
 ITEMS = 50
-MEASURE = ("import resource, subprocess, sys\n"
-           "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-           "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-           "sys.stderr.write(done.stderr)\n")
+USER_SCHEMA = "bench_mem_user"
 MODEL_ARGS = {
+    "kanon": ["--k", "5", "--suppress-budget", "0.01"],
     "km": ["--k", "20", "--m", "2"],
+    "rho": ["--rho", "0.5", "--sensitive-fraction", "0.05", "--m", "2"],
+    "prho": ["--rho", "0.5", "--setting", "fixed", "--sensitive-fraction", "0.1", "--m", "2"],
     "swap": ["--random-categories", "5", "--method", "random", "--no-metrics"],
-    "rho": ["--rho", "0.5", "--sensitive-fraction", "0.05"],
 }
+# h(c, salt): an integer in [0, 2^31) from two multiply-mod rounds that stay inside BIGINT for
+# c < 2^32, so the same data comes out of DuckDB and PostgreSQL (no engine hash function).
+HASH = "mod(mod(c * 2654435761 + {salt}, 4294967296) * 1103515245 + 12345, 2147483648)"
+CUSTOMERS = (
+    "SELECT s.c AS customer, CAST(1940 + mod({h3}, 60) AS TEXT) AS birth, "
+    "CASE WHEN mod({h4}, 2) = 0 THEN 'F' ELSE 'M' END AS sex, "
+    "CAST(1 + mod({h1}, 5) AS INTEGER) AS n_items, "
+    "CAST(floor(50 * power(CAST({h2} AS DOUBLE PRECISION) / 2147483648.0, 2)) AS BIGINT) AS base, "
+    "CAST(1 + mod({h5}, 7) AS BIGINT) AS step "
+    "FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS s(c)"
+).format(**{f"h{i}": HASH.format(salt=i) for i in range(1, 6)})
+# 1-5 distinct products per customer (steps 1-7 never wrap past 50 in 5 steps), skewed to p0.
+PURCHASES = (
+    "SELECT c.customer * 5 + j.j AS id, c.customer, "
+    f"'p' || CAST(mod(c.base + j.j * c.step, {ITEMS}) AS TEXT) AS product, "
+    "CAST(1 + mod(c.customer + j.j, 9) AS INTEGER) AS qty "
+    "FROM draws AS c JOIN generate_series(0, 4) AS j(j) ON j.j < c.n_items"
+)
 
 
-def generate(db: api.Backend, schema: str, records: int) -> None:
-    """purchases(id, customer, product): ~3 items per record, drawn by arithmetic in the DBMS."""
-    db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    db.execute(f'CREATE SCHEMA "{schema}"')
-    series = ("generate_series(1, $n) AS s(g)" if db.name == "duckdb"
-              else "generate_series(1, %(n)s) AS g")
-    db.execute(
-        f'CREATE TABLE "{schema}".purchases AS SELECT CAST(g AS BIGINT) AS id, '
-        f"CAST(g / 3 AS BIGINT) AS customer, "
-        f"'p' || CAST(mod(CAST(g AS BIGINT) * 7919 + g / 3, {ITEMS}) AS TEXT) "
-        f"AS product, CAST(mod(g, 9) AS INTEGER) AS qty FROM {series}", {"n": 3 * records})
+def _sql(text: str, **tables: exp.Table) -> exp.Expression:
+    """Canonical PostgreSQL text as a tree, with the logical table names bound."""
+    tree = sqlglot.parse_one(text, read="postgres")
+    for table in tree.find_all(exp.Table):
+        if table.name in tables:
+            table.replace(tables[table.name].copy().as_(table.alias or table.name))
+    return tree
+
+
+def generate(db: api.Backend, records: int) -> int:
+    """Create the user's tables in USER_SCHEMA inside the DBMS; returns the item rows."""
+    db.execute(f'DROP SCHEMA IF EXISTS "{USER_SCHEMA}" CASCADE')
+    db.execute(f'CREATE SCHEMA "{USER_SCHEMA}"')
+    draws = qualified_table(USER_SCHEMA, "draws")
+    customers = qualified_table(USER_SCHEMA, "customers")
+    purchases = qualified_table(USER_SCHEMA, "purchases")
+    db.run(exp.Create(this=draws, kind="TABLE", expression=_sql(CUSTOMERS)), {"n": records})
+    db.run(exp.Create(this=purchases, kind="TABLE",
+                      expression=_sql(PURCHASES, draws=draws)))
+    db.run(exp.Create(this=customers, kind="TABLE", expression=exp.select(
+        "customer", "birth", "sex").from_(draws.copy())))
+    db.drop_table(draws)
+    return int(db.scalar(exp.select(exp.func("count", exp.Star())).from_(purchases)))
 
 
 def hierarchy(path: Path) -> Path:
+    """A 3-level hierarchy over the products (km)."""
     path.write_text("".join(f"p{i};g{i // 5};h{i // 25};*\n" for i in range(ITEMS)))
     return path
 
 
-def measure(url: str, schema: str, model: str, records: int, extra: list[str]) -> None:
-    with api.open_database(url, schema) as db:
-        db.execute(f'DROP SCHEMA "{schema}" CASCADE')  # a fresh setanon schema per size
-    with api.open_database(url, schema) as db:
-        generate(db, "bench_mem_user", records)
-        api.attach(db, "mem", "bench_mem_user.purchases", "customer", "product")
-    command = [sys.executable, "-c", "from setanon_sql.cli import main; main()", "anonymize",
-               "mem", "--model", model, *MODEL_ARGS[model], *extra, "--seed", "1",
-               "--in-place", "--db", url, "--schema", schema]
+def model_params(model: Any, args: list[str]) -> dict[str, Any]:
+    """The model's click options parsed as `setanon anonymize` parses them."""
+    command = click.Command(model.name, params=list(model.options))
+    with command.make_context(model.name, list(args)) as context:
+        return dict(context.params)
+
+
+def child(url: str, schema: str, model_name: str, args: list[str], memory_limit: str) -> None:
+    """The measured process: open, (cap DuckDB), anonymize in place; print figures as JSON."""
+    tracemalloc.start()
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True,
-                         text=True, check=True)
-    code, rss_kib = out.stdout.split()
-    print(f"{model} records={records:>10,} exit={code} peak_rss_mib={int(rss_kib) / 1024:8.1f} "
-          f"seconds={time.perf_counter() - started:7.1f}", flush=True)
-    if code != "0":
-        print(out.stderr.strip().splitlines()[-1], flush=True)
+    with api.open_database(url, schema) as db:
+        if memory_limit and db.name == "duckdb":
+            limit = exp.Literal.string(memory_limit).sql(dialect="duckdb")
+            db.execute(f"SET memory_limit = {limit}")
+        model = require_model(model_name)
+        run_id = api.anonymize(db, api.get_dataset(db, "mem"), model,
+                               model_params(model, args), seed=1, in_place=True)
+    print(json.dumps({"run": run_id, "seconds": time.perf_counter() - started,
+                      "tracemalloc_peak_mib": tracemalloc.get_traced_memory()[1] / 2**20,
+                      "ru_maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def _hwm_mib(pid: int) -> float | None:
+    """VmHWM (peak resident set) of a running process, from /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def fresh_database(url: str, schema: str) -> None:
+    """Drop what an earlier size left: the DuckDB file, or both schemas on PostgreSQL."""
+    if url.startswith("duckdb:"):
+        path = Path(url.split("://", 1)[1][1:])
+        for leftover in (path, Path(f"{path}.wal")):
+            leftover.unlink(missing_ok=True)
+        return
+    with api.open_database(url, schema) as db:
+        db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        db.execute(f'DROP SCHEMA IF EXISTS "{USER_SCHEMA}" CASCADE')
+
+
+def prepare(url: str, schema: str, model: str, records: int, workdir: Path) -> tuple[int, float]:
+    """Generate and attach one size; returns (item rows, seconds)."""
+    started = time.perf_counter()
+    fresh_database(url, schema)
+    with api.open_database(url, schema) as db:
+        item_rows = generate(db, records)
+        dataset = api.attach(db, "mem", f"{USER_SCHEMA}.purchases", "customer", "product",
+                             records_table=f"{USER_SCHEMA}.customers")
+        if model == "km":
+            api.load_hierarchy(db, hierarchy(workdir / "h.txt"), dataset)
+    return item_rows, time.perf_counter() - started
+
+
+def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, Any]:
+    """One size: prepare, then run the child under a time limit while polling its VmHWM."""
+    item_rows, prepare_seconds = prepare(args.db, args.schema, args.model, records, workdir)
+    model_args = [*MODEL_ARGS[args.model], *args.extra]
+    command = [sys.executable, __file__, "--child", "--db", args.db, "--schema", args.schema,
+               "--model", args.model, "--duckdb-memory-limit", args.duckdb_memory_limit,
+               "--", *model_args]
+    started, peak = time.perf_counter(), 0.0
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        while proc.poll() is None and time.perf_counter() - started < args.time_limit:
+            peak = max(peak, _hwm_mib(proc.pid) or 0.0)
+            time.sleep(0.5)
+        finished = proc.poll() is not None
+        if not finished:
+            proc.kill()
+        out, err = proc.communicate()
+    row: dict[str, Any] = {
+        "backend": "duckdb" if args.db.startswith("duckdb:") else "postgres",
+        "model": args.model, "args": " ".join(model_args), "records": records,
+        "item_rows": item_rows, "prepare_s": round(prepare_seconds, 1),
+        "wall_s": round(time.perf_counter() - started, 1), "polled_hwm_mib": round(peak, 1),
+        "duckdb_memory_limit": args.duckdb_memory_limit, "load": os.getloadavg()[0]}
+    if finished and proc.returncode == 0:
+        row.update({k: round(v, 1) if isinstance(v, float) else v
+                    for k, v in json.loads(out.strip().splitlines()[-1]).items()})
+        row["status"] = "done"
+    else:
+        reason = err.strip().splitlines()[-1] if err.strip() else ""
+        row["status"] = (f"failed: {reason}" if finished
+                         else f"stopped after {args.time_limit:.0f} s")
+    return row
 
 
 def main() -> None:
@@ -73,13 +196,25 @@ def main() -> None:
     parser.add_argument("--db", required=True)
     parser.add_argument("--schema", default="bench_mem")
     parser.add_argument("--sizes", default="100000,1000000")
-    parser.add_argument("--model", default="km", choices=sorted(MODEL_ARGS))
+    parser.add_argument("--model", default="kanon", choices=sorted(MODEL_ARGS))
+    parser.add_argument("--duckdb-memory-limit", default="4GB",
+                        help="DuckDB memory_limit of the child ('' = DuckDB's default)")
+    parser.add_argument("--time-limit", type=float, default=600.0,
+                        help="seconds before the child is stopped (its peak so far is kept)")
+    parser.add_argument("--results", type=Path, help="append one JSON line per size here")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("extra", nargs="*", help="after --: extra options of the model")
     args = parser.parse_args()
+    if args.child:
+        child(args.db, args.schema, args.model, args.extra, args.duckdb_memory_limit)
+        return
     with tempfile.TemporaryDirectory() as tmp:
-        extra = (["--hierarchy", str(hierarchy(Path(tmp) / "h.txt"))]
-                 if args.model == "km" else [])
         for size in (int(s) for s in args.sizes.split(",")):
-            measure(args.db, args.schema, args.model, size, extra)
+            row = measure(args, size, Path(tmp))
+            print(json.dumps(row), flush=True)
+            if args.results:
+                with args.results.open("a") as out:
+                    out.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":
