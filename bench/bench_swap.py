@@ -1,19 +1,27 @@
-"""Tendency hiding by swapping (``--model swap``): PartSwap vs RandSwap, DuckDB and PostgreSQL.
+"""Tendency hiding: PartSwap vs RandSwap vs PartSupp, DuckDB and PostgreSQL.
 
 Prints one Markdown row per (dataset, backend, method) with the paper's figures (Gunawan &
 Mambo, Figs. 3-6): frequent itemsets found in D and D~ and their similarity (Eq. 2) at the
-supports given, Diss (Eq. 3), items lost to collisions, the share of records with a tendency
-whose tendency is hidden, run time and whether ``verify`` passes. Figures only: no assertions.
+supports given, Diss (Eq. 3), items lost, the share of records with a tendency whose tendency
+is hidden, run time, SQL statements and passes over the data (statements reading the items
+table), and whether ``verify`` passes. Figures only: no assertions.
+
+PartSupp is ``--model rho`` (Jia et al. partial suppression), configured by ``--partsupp``
+(default ρ = 0.7, 40% sensitive items, H_mine, adversary of at most m = 1 item: the paper names
+no configuration). Its output is measured in the categories of the PartSwap run of the same
+dataset (:mod:`setanon_sql.models.swap.compare`).
 
 Usage (from the repository root)::
 
     python bench/bench_swap.py                                  # BMS1, BMS2; both backends
-    python bench/bench_swap.py --datasets bms2 --backends duckdb
-    python bench/bench_swap.py --synthetic 1000000 --backends duckdb --workdir /tmp/swapbench
+    python bench/bench_swap.py --datasets bms2 --backends duckdb --methods similarity,partsupp
+    python bench/bench_swap.py --generate 1000000 --backends duckdb --methods similarity \\
+        --no-metrics --profile
 
 Categories: ``--random-categories 50`` (the paper's artificial categorization), seeded.
-PostgreSQL comes from ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``, Docker, or the
-local server binaries in a temporary directory).
+``--generate N`` creates N synthetic baskets in the DBMS (:mod:`setanon_sql.models.swap.
+generate`). PostgreSQL comes from ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``,
+Docker, or the local server binaries in a temporary directory).
 """
 
 from __future__ import annotations
@@ -26,11 +34,14 @@ import time
 from pathlib import Path
 
 from setanon_sql import api
+from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.swap.compare import compare_run
+from setanon_sql.models.swap.generate import generate_baskets
+from setanon_sql.models.swap.params import PAPER_SUPPORTS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
-sys.path.insert(0, str(REPO_ROOT / "bench"))
 DATASETS = {"bms1": "bms-webview-1/BMS1.dat", "bms2": "bms-webview-2/BMS2.dat"}
 
 
@@ -49,67 +60,114 @@ def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack) -> di
     return urls
 
 
-def _inputs(args: argparse.Namespace, workdir: Path) -> list[tuple[str, Path]]:
-    if args.synthetic:
-        from bench_load import synthetic_file
-
-        return [(f"synth{n}", synthetic_file(n, workdir)) for n in args.synthetic]
-    return [(name, args.data_dir / DATASETS[name]) for name in args.datasets.split(",")]
+def _load(db: Backend, args: argparse.Namespace, label: str) -> api.Dataset:
+    if label.startswith("synth"):
+        started = time.perf_counter()
+        dataset = generate_baskets(db, label, int(label[5:]), seed=args.seed)
+        print(f"# generated {label} in the DBMS in {time.perf_counter() - started:.1f} s",
+              flush=True)
+        return dataset
+    return api.load_transactions(db, args.data_dir / DATASETS[label], label)
 
 
 def _row(label: str, backend: str, method: str, figures: dict, seconds: float,
-         verified: str) -> str:
+         verified: str, log: list[tuple[str, float]], items_name: str) -> str:
     fi = " / ".join(f"{f['fi_original']}:{f['fi_anonymized']}:{f['fi_similarity']:.3f}"
                     for f in figures.get("frequent_itemsets", []))
     phases = figures.get("seconds", {})
+    passes = sum(1 for sql, _ in log if items_name in sql)
     return (f"| {label} | {backend} | {method} | {figures['tendency_records']:,} | "
             f"{figures['hidden_share']:.4f} | {figures['tendency_changed_share']:.4f} | "
             f"{figures['items_lost']:,} | {figures['diss']:.5f} | {fi or '-'} | "
             f"{seconds:.1f} | {phases.get('destinations', 0):.1f} | "
-            f"{phases.get('metrics', 0):.1f} | {verified} |")
+            f"{phases.get('metrics', 0):.1f} | {len(log)} / {passes} | {verified} |")
+
+
+def _timed_run(db: Backend, dataset: api.Dataset, model: str, params: dict, seed: int,
+               verify: bool) -> tuple[api.Run, float, str, list[tuple[str, float]]]:
+    db.statement_log = []
+    started = time.perf_counter()
+    api.anonymize(db, dataset, require_model(model), params, seed=seed)
+    seconds = time.perf_counter() - started
+    log, db.statement_log = db.statement_log, None
+    run = api.get_run(db, dataset, "latest")
+    verified = ("ok" if api.verify(db, dataset, run).ok else "FAILED") if verify else "-"
+    return run, seconds, verified, log
+
+
+def _profile(log: list[tuple[str, float]], top: int = 5) -> None:
+    for sql, seconds in sorted(log, key=lambda e: -e[1])[:top]:
+        print(f"#   {seconds:7.2f} s  {' '.join(sql.split())[:160]}")
+
+
+def _partsupp(text: str) -> dict:
+    rho, fraction, heuristic, m = text.split(",")
+    return {"rho": float(rho), "sensitive_fraction": float(fraction), "heuristic": heuristic,
+            "m": int(m)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="bms1,bms2")
     parser.add_argument("--backends", default="duckdb,postgres")
-    parser.add_argument("--methods", default="similarity,random")
+    parser.add_argument("--methods", default="similarity,random,partsupp")
     parser.add_argument("--categories", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--synthetic", type=lambda s: [int(x) for x in s.split(",")],
+    parser.add_argument("--generate", type=lambda s: [int(x) for x in s.split(",")],
                         default=None, help="N[,N...] synthetic records instead of --datasets")
+    parser.add_argument("--partsupp", type=_partsupp, default=_partsupp("0.7,0.4,mine,1"),
+                        help="rho,sensitive fraction,heuristic,m of the PartSupp baseline")
     parser.add_argument("--no-metrics", action="store_true", help="skip FI similarity")
     parser.add_argument("--no-verify", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="print the slowest statements")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT.parent / "shared" / "data")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
-    model = require_model("swap")
+    labels = ([f"synth{n}" for n in args.generate] if args.generate
+              else args.datasets.split(","))
     print("| dataset | backend | method | records with tendency | hidden (no tendency item "
           "left) | tendency changed | items lost | Diss | FI(D):FI(D~):U per support | "
-          "run s | matching s | metrics s | verify |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "run s | matching s | metrics s | statements / passes | verify |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
-        inputs = _inputs(args, workdir)
         for backend_name, url in _urls(args.backends.split(","), workdir, stack).items():
             schema = f"swapbench_{int(time.time())}"
             db = api.open_database(url, schema)
             try:
-                for label, path in inputs:
-                    dataset = api.load_transactions(db, path, label)
+                for label in labels:
+                    dataset = _load(db, args, label)
+                    items_name = dataset.items_table(dataset.set_attributes[0])
+                    swap_run = None
                     for method in args.methods.split(","):
-                        params = {"random_categories": args.categories, "method": method,
-                                  "metrics": not args.no_metrics}
-                        started = time.perf_counter()
-                        api.anonymize(db, dataset, model, params, seed=args.seed)
-                        seconds = time.perf_counter() - started
-                        run = api.get_run(db, dataset, "latest")
-                        verified = "-"
-                        if not args.no_verify:
-                            verified = "ok" if api.verify(db, dataset, run).ok else "FAILED"
-                        print(_row(label, backend_name, method, run.figures, seconds, verified),
-                              flush=True)
+                        if method == "partsupp":
+                            if swap_run is None:
+                                print("# partsupp needs a swap run first", file=sys.stderr)
+                                continue
+                            run, seconds, verified, log = _timed_run(
+                                db, dataset, "rho", args.partsupp, args.seed,
+                                not args.no_verify)
+                            figures = compare_run(db, dataset, run, swap_run,
+                                                  PAPER_SUPPORTS if not args.no_metrics
+                                                  else (), 3)
+                            p = args.partsupp
+                            method = (f"partsupp (rho {p['rho']}, {p['sensitive_fraction']:.0%}"
+                                      f" sensitive, {p['heuristic']}, m={p['m']})")
+                        else:
+                            params = {"random_categories": args.categories, "method": method,
+                                      "metrics": not args.no_metrics}
+                            run, seconds, verified, log = _timed_run(
+                                db, dataset, "swap", params, args.seed, not args.no_verify)
+                            swap_run = swap_run or run
+                            figures = run.figures
+                        print(_row(label, backend_name, method, figures, seconds, verified,
+                                   log, items_name), flush=True)
+                        if args.profile:
+                            _profile(log)
+                            rounds = {k: v for k, v in figures.items()
+                                      if k.startswith(("rounds", "stopped"))}
+                            print(f"#   {rounds}")
             finally:
                 with contextlib.suppress(Exception):
                     db.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

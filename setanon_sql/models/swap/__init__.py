@@ -98,7 +98,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if options.metrics:
         figures["frequent_itemsets"] = frequent_itemset_figures(
             backend, items, published, dataset.n_records, options.fi_supports,
-            options.fi_max_size, context)
+            options.fi_max_size, context.table)
         figures["fi_max_size"] = options.fi_max_size
     lap("metrics")
     for name in _SCRATCH:

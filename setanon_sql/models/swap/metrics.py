@@ -10,13 +10,12 @@ at 0.2%-0.5% have at most 3 items).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlglot import condition, exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.runs import RunContext
 from setanon_sql.sqlrender import with_alias
 
 
@@ -83,12 +82,15 @@ def _compare_query(original: exp.Table, anonymized: exp.Table, size: int,
 
 def frequent_itemset_figures(backend: Backend, original: exp.Table, anonymized: exp.Table,
                              n_records: int, supports: Sequence[float], max_size: int,
-                             context: RunContext) -> list[dict[str, Any]]:
-    """Per support: #FI in D and in D~, and U(D~, D) = |F_D n F_D~| / |F_D u F_D~| (Eq. 2)."""
+                             table: Callable[[str], exp.Table]) -> list[dict[str, Any]]:
+    """Per support: #FI in D and in D~, and U(D~, D) = |F_D n F_D~| / |F_D u F_D~| (Eq. 2).
+
+    ``table(purpose)`` names the scratch tables (a run's ``context.table``, or staging names).
+    """
     counts = [max(1, math.ceil(s * n_records - 1e-9)) for s in supports]
     lowest = min(counts)
-    levels_o = mine(backend, original, lowest, max_size, lambda k: context.table(f"fio_{k}"))
-    levels_a = mine(backend, anonymized, lowest, max_size, lambda k: context.table(f"fia_{k}"))
+    levels_o = mine(backend, original, lowest, max_size, lambda k: table(f"fio_{k}"))
+    levels_a = mine(backend, anonymized, lowest, max_size, lambda k: table(f"fia_{k}"))
     totals = [[0, 0, 0] for _ in supports]
     params = {f"m{s}": count for s, count in enumerate(counts)}
     for size, (lo, la) in enumerate(zip(levels_o, levels_a, strict=False), start=1):
