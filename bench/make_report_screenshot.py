@@ -13,12 +13,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from setanon_sql import api
-from setanon_sql.models import require_model
-from setanon_sql.report.command import render_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -37,33 +36,35 @@ def screenshot(page: Path, target: Path, height: int) -> None:
                         page.as_uri()], check=True, capture_output=True)
 
 
+def setanon(db: str, *args: str) -> str:
+    """Run the setanon CLI exactly as a user would; returns what it printed."""
+    done = subprocess.run([sys.executable, "-m", "setanon_sql", *args, "--db", db], check=True,
+                          capture_output=True, text=True)
+    return done.stdout
+
+
 def demo_report(work: Path, out: Path) -> None:
-    with api.open_database(f"duckdb:///{work / 'demo.duckdb'}") as db:
-        dataset = api.load_table(db, api.demo_file("admissions"), "demo_admissions",
-                                 id_column="patient_id", set_columns=["diagnoses", "drugs"])
-        model = require_model("kanon")
-        params = {"k": 5, "beta": 0.0, "suppress_budget": 0.0, "qi": [], "numeric": [],
-                  "categorical": []}
-        run = api.get_run(db, dataset, api.anonymize(db, dataset, model, params, seed=1))
-        page = work / "report.html"
-        page.write_text(render_report(db, dataset, run, None, "html", True), encoding="utf-8")
+    db = f"duckdb:///{work / 'demo.duckdb'}"
+    setanon(db, "load", "table", str(api.demo_file("admissions")), "--name", "demo_admissions",
+            "--id", "patient_id", "--set-column", "diagnoses", "--set-column", "drugs")
+    run = setanon(db, "anonymize", "demo_admissions", "--model", "kanon", "--k", "5",
+                  "--seed", "1").split()[0]
+    page = work / "report.html"
+    setanon(db, "report", "demo_admissions", "--run", run, "-o", str(page))
     screenshot(page, out / "report-screenshot.png", 2300)
     print(f"wrote {out / 'report-screenshot.png'} (page: {page})")
 
 
 def bms2_tradeoff(work: Path, out: Path) -> None:
-    with api.open_database(f"duckdb:///{work / 'bms2.duckdb'}") as db:
-        dataset = api.load_transactions(db, SHARED / "bms-webview-2" / "BMS2.dat", "bms2")
-        api.load_hierarchy(db, SHARED / "bms-webview-2" / "hierarchy_BMS2.txt", dataset)
-        model = require_model("km")
-        runs = []
-        for k in (2, 5, 10, 20):
-            params = {"k": str(k), "m": 2, "sigma": "1", "hierarchy": None, "column": None,
-                      "error": "ncp", "trials": 1, "exact_upto": 0, "batch": 0.25}
-            runs.append(api.get_run(db, dataset, api.anonymize(db, dataset, model, params,
-                                                               seed=1)))
-        page = out / "tradeoff-bms2.html"
-        page.write_text(render_report(db, dataset, None, runs, "html", True), encoding="utf-8")
+    db = f"duckdb:///{work / 'bms2.duckdb'}"
+    setanon(db, "load", "transactions", str(SHARED / "bms-webview-2" / "BMS2.dat"),
+            "--name", "bms2")
+    setanon(db, "load", "hierarchy", str(SHARED / "bms-webview-2" / "hierarchy_BMS2.txt"),
+            "--name", "bms2")
+    runs = [setanon(db, "anonymize", "bms2", "--model", "km", "--k", str(k), "--m", "2",
+                    "--seed", "1").split()[0] for k in (2, 5, 10, 20)]
+    page = out / "tradeoff-bms2.html"
+    setanon(db, "report", "bms2", "--runs", ",".join(runs), "-o", str(page))
     print(f"wrote {page}")
 
 
