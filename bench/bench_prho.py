@@ -4,10 +4,14 @@ Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bm
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
-  every adversary (--m all), fixed vs personalized, 40% sensitive.
+  every adversary (--m all), fixed vs personalized, 40% sensitive; util_mining as in Exp. 2.
 * ``--exp 2`` (Figs. 3-4): BMS-WebView-2', SUPPRESSOR, fixed+ vs personalized+, 10%, m = 5,
   with util_mining (minsup 0.05%, minconf 30%).
-* ``--exp 2s`` (Figs. 2, 5-8): full BMS-WebView-2, SAMPLESUPPRESSOR, m = 5, ε = δ = 0.05.
+* ``--exp rules``: no run; the rules Q -> e of the input with conf > ρ (Q of a record, any
+  size) and how many of them each setting makes sensitive (some u ⊇ Q with e ∈ E_u): why
+  personalized suppresses more than fixed at the same fraction.
+* ``--exp 2s`` (Figs. 2, 5-8): full BMS-WebView-2, SAMPLESUPPRESSOR, m = 5, ε = δ = 0.05
+  (no util_mining: the paper could not mine the full data either).
 
 Each output is exported as FIMI and checked independently in plain Python
 (tests/oracle/prho_oracle.py): exactly for SUPPRESSOR (every adversary), by 4·n_S fresh
@@ -20,7 +24,9 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 from fractions import Fraction
+from itertools import combinations
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -39,10 +45,58 @@ def cutoff(source: Path, target: Path, longest: int) -> Path:
     return target
 
 
+def risky_rules(records: oracle.Records, rho: Fraction
+                ) -> tuple[list[tuple[frozenset[str], str]], dict[frozenset[str], list[int]]]:
+    """Rules Q -> e of D with conf > ρ, and the records containing each antecedent Q."""
+    counts: Counter[frozenset[str]] = Counter()
+    for record in records:
+        for size in range(1, len(record) + 1):
+            counts.update(frozenset(c) for c in combinations(sorted(record), size))
+    rules = [(itemset - {e}, e) for itemset, sx in counts.items() if len(itemset) >= 2
+             for e in itemset if sx > rho * counts[itemset - {e}]]
+    wanted = {q for q, _ in rules}
+    holders: dict[frozenset[str], list[int]] = {q: [] for q in wanted}
+    for u, record in enumerate(records):
+        for size in range(1, len(record)):
+            for c in combinations(sorted(record), size):
+                key = frozenset(c)
+                if key in holders:
+                    holders[key].append(u)
+    return rules, holders
+
+
+def sensitivity_table(label: str, source: Path, settings: list[str], fraction: float,
+                      rho: Fraction, seeds: list[int]) -> None:
+    """Print, per setting, the risky rules some adversary may use (Def. 2) and by support."""
+    records = oracle.read_fimi(source)
+    rules, holders = risky_rules(records, rho)
+    bands = Counter("1" if len(holders[q]) == 1 else "2-4" if len(holders[q]) < 5 else "5+"
+                    for q, _ in rules)
+    print(f"{label}: {len(rules)} rules with conf > {rho} in D; by supp(Q): 1: {bands['1']}, "
+          f"2-4: {bands['2-4']}, >= 5: {bands['5+']}")
+    print("| data | setting | seed | sensitive rules | share | share, supp(Q) = 1 |"
+          " share, supp(Q) 2-4 | share, supp(Q) >= 5 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for setting in settings:
+        for seed in seeds:
+            member = oracle.member_function(records, setting, seed, fraction)
+            hit: Counter[str] = Counter()
+            total: Counter[str] = Counter()
+            for q, e in rules:
+                users = holders[q]
+                band = "1" if len(users) == 1 else "2-4" if len(users) < 5 else "5+"
+                total[band] += 1
+                hit[band] += any(member(u, e) for u in users)
+            shares = " | ".join(f"{hit[b] / total[b]:.3f}" if total[b] else "-"
+                                for b in ("1", "2-4", "5+"))
+            print(f"| {label} | {setting} | {seed} | {sum(hit.values())} | "
+                  f"{sum(hit.values()) / len(rules):.3f} | {shares} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default=None)
-    parser.add_argument("--exp", default="1", choices=["1", "2", "2s"])
+    parser.add_argument("--exp", default="1", choices=["1", "2", "2s", "rules"])
     parser.add_argument("--data", default=None)
     parser.add_argument("--settings", default=None)
     parser.add_argument("--rho", type=float, default=0.5)
@@ -51,16 +105,23 @@ def main() -> None:
     parser.add_argument("--eps", type=float, default=0.05)
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--no-check", action="store_true")
+    parser.add_argument("--workdir", default="/tmp/bench_prho")
     args = parser.parse_args()
     exp = args.exp
-    data = (args.data or ("bms1,bms2" if exp == "1" else "bms2")).split(",")
-    settings = (args.settings or ("fixed,personalized" if exp == "1"
+    data = (args.data or ("bms1,bms2" if exp in ("1", "rules") else "bms2")).split(",")
+    settings = (args.settings or ("fixed,personalized" if exp in ("1", "rules")
                                   else "fixed+,personalized+")).split(",")
-    fraction = args.fraction or (0.4 if exp == "1" else 0.1)
+    fraction = args.fraction or (0.4 if exp in ("1", "rules") else 0.1)
     m = args.m or ("all" if exp == "1" else "5")
-    work = Path("/tmp/bench_prho")
-    work.mkdir(exist_ok=True)
-    url = args.backend or f"duckdb:///{work / 'bench.duckdb'}"
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    if exp == "rules":
+        for name in data:
+            sensitivity_table(f"{name}-c5", cutoff(FILES[name], work / f"{name}-c5.dat", 5),
+                              settings, fraction, Fraction(str(args.rho)),
+                              [int(s) for s in args.seeds.split(",")])
+        return
+    url = args.backend or f"duckdb:///{work / f'bench{exp}.duckdb'}"
     db = api.open_database(url, "bench_prho")
     model = require_model("prho")
     print("| data | setting | alg | m | backend | records | occurrences | suppressed | util_info"
@@ -87,7 +148,7 @@ def main() -> None:
                 seconds = time.perf_counter() - started
                 run = api.get_run(db, dataset, "latest")
                 verified = api.verify(db, dataset, run)
-                mining = ("-" if exp != "2" else
+                mining = ("-" if exp == "2s" else
                           f"{metrics.util_mining(db, dataset, run)['util_mining']:.3f}")
                 check = "-"
                 if not args.no_check:

@@ -95,29 +95,50 @@ def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Co
         backend.drop_table(level)
 
 
-def members_query(backend: Backend, chosen: exp.Table, cur: exp.Table,
-                  width: int) -> exp.Select:
+def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.Table,
+                  istat: exp.Table, width: int) -> tuple[exp.Select, exp.Table]:
     """(rule_id, rnk, record_id, hkey): the records of D' containing Q + {e} of each rule.
 
     Found by counting matched items per record (no itemset enumeration, so it also serves
-    rules of sampled adversaries over long records); ``hkey`` = md5(seed:round:rule:record)
-    orders them at random, reproducibly (Alg. 1 l.14: "select N records randomly").
+    rules of sampled adversaries over long records), rarest item first: only the records
+    holding a rule's least frequent item of D' are candidates, and only their rows are
+    counted (joining every item of every rule with all its records made PostgreSQL hash
+    millions of rows for popular items). ``hkey`` = md5(seed:round:rule:record) orders them at
+    random, reproducibly (Alg. 1 l.14: "select N records randomly"). Returns the query and
+    the work table ``ritems`` it reads (the caller drops it).
     """
     parts = [exp.select(col("rule_id"), col("rnk"), col("size"), col(x).as_("item", quoted=True))
              .from_(chosen.copy()).where(col(x).neq(exp.Literal.number(0))) for x in xs(width)]
     union: exp.Query = parts[0]
     for part in parts[1:]:
         union = exp.union(union, part, distinct=False)
-    matched = (exp.select(col("rule_id", "u"), col("rnk", "u"), col("record_id", "c"))
-               .from_(union.subquery("u"))
-               .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item", "u")))
-               .group_by(col("rule_id", "u"), col("rnk", "u"), col("size", "u"),
-                         col("record_id", "c"))
-               .having(exp.func("count", exp.Star()).eq(col("size", "u"))))
+    rarest = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id", "u")],
+                        order=exp.Order(expressions=[exp.Ordered(this=col("n", "i")),
+                                                     exp.Ordered(this=col("item", "u"))]))
+    ritems = fresh(backend, table, "ritems")
+    backend.materialize(ritems, exp.select(col("rule_id", "u"), col("rnk", "u"),
+                                           col("size", "u"), col("item", "u"),
+                                           rarest.as_("r", quoted=True))
+                        .from_(union.subquery("u"))
+                        .join(with_alias(istat, "i"), on=col("item_id", "i").eq(col("item", "u"))))
+    cand = (exp.select(col("rule_id", "f"), col("rnk", "f"), col("size", "f"),
+                       col("record_id", "c"))
+            .from_(with_alias(ritems, "f"))
+            .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item", "f")))
+            .where(col("r", "f").eq(exp.Literal.number(1))))
+    matched = (exp.select(col("rule_id", "k"), col("rnk", "k"), col("record_id", "k"))
+               .from_(cand.subquery("k"))
+               .join(with_alias(ritems, "u"), on=col("rule_id", "u").eq(col("rule_id", "k")))
+               .join(with_alias(cur, "c"), on=exp.and_(
+                   col("record_id", "c").eq(col("record_id", "k")),
+                   col("item_id", "c").eq(col("item", "u"))))
+               .group_by(col("rule_id", "k"), col("rnk", "k"), col("size", "k"),
+                         col("record_id", "k"))
+               .having(exp.func("count", exp.Star()).eq(col("size", "k"))))
     hkey = backend.binary_sort_key(md5_text(placeholder("seed"), placeholder("round"),
                                             col("rule_id"), col("record_id")))
     return exp.select(col("rule_id"), col("rnk"), col("record_id"),
-                      hkey.as_("hkey", quoted=True)).from_(matched.subquery("m"))
+                      hkey.as_("hkey", quoted=True)).from_(matched.subquery("m")), ritems
 
 
 def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table,
@@ -138,14 +159,14 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     backend.materialize(chosen, "rho_choose", {"heuristic": "dist"},
                         {"cand": cand, "istat": istat, "rules": rules})
     members = fresh(backend, table, "members")
-    backend.materialize(members, members_query(backend, chosen, cur, width),
-                        {"seed": seed, "round": round_no})
+    query, ritems = members_query(backend, table, chosen, cur, istat, width)
+    backend.materialize(members, query, {"seed": seed, "round": round_no})
     blocked = fresh(backend, table, "blocked")
     backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
     dels = fresh(backend, table, "dels")
     backend.materialize(dels, picks_query(chosen, members, blocked))
     backend.materialize(target, "rho_apply", tables={"cur": cur, "dels": dels})
     count = int(backend.scalar("prho_count_rows", tables={"t": dels}))
-    for work in (istat, cand, chosen, members, blocked, dels):
+    for work in (istat, cand, chosen, ritems, members, blocked, dels):
         backend.drop_table(work)
     return count
