@@ -43,6 +43,11 @@ def test_hierarchy_level_gives_the_categories(db: Backend, small: api.Dataset,
     assert oracle.check_similarity_swap(original, published, cats, pairs, run.figures) == []
     with pytest.raises(api.UsageError, match="deeper than the hierarchy"):
         anonymize(db, small, category_level=5)
+    before = set(db.table_names(""))
+    with pytest.raises(api.InputError, match="fall into 1 category; swapping needs at least"):
+        anonymize(db, small, category_level=0)
+    assert [r["run_id"] for r in api.list_runs(db, "s")] == [run.run_id]
+    assert set(db.table_names("")) == before
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -54,10 +59,12 @@ def test_hierarchy_level_gives_the_categories(db: Backend, small: api.Dataset,
 def test_bad_category_files_stop_the_run(db: Backend, small: api.Dataset, tmp_path: Path,
                                          text: str, message: str) -> None:
     path = write(tmp_path / "c.tsv", text)
+    before = set(db.table_names(""))
     with pytest.raises(api.InputError, match=message):
         anonymize(db, small, categories=str(path))
-    assert [r["status"] for r in api.list_runs(db, "s")] == ["failed"]
-    assert db.table_names("r1_") == []
+    # Refused before the run is recorded: no run, and not one table more than before.
+    assert api.list_runs(db, "s") == []
+    assert set(db.table_names("")) == before
 
 
 def test_uncategorized_items_may_share_a_category(db: Backend, small: api.Dataset,
@@ -65,6 +72,11 @@ def test_uncategorized_items_may_share_a_category(db: Backend, small: api.Datase
     path = write(tmp_path / "c.tsv", "item\tcategory\n1\tA\n2\tB\n")
     run = anonymize(db, small, categories=str(path), uncategorized="own")
     assert (run.figures["categories"], run.figures["uncategorized_items"]) == (3, 6)
+    # One category in the file plus the uncategorized items still make two.
+    one = write(tmp_path / "one.tsv", "1\tA\n2\tA\n")
+    run = anonymize(db, small, categories=str(one), uncategorized="own")
+    assert (run.figures["categories"], run.figures["uncategorized_items"]) == (2, 6)
+    assert api.verify(db, small, run).ok
 
 
 @pytest.mark.parametrize(("params", "message"), [
@@ -85,8 +97,10 @@ def test_empty_dataset_is_refused(db: Backend, tmp_path: Path) -> None:
     # The transaction loader refuses a file without items; a table's set column may be empty.
     source = write(tmp_path / "e.tsv", "id\tsex\tcodes\nx\tF\t\ny\tM\t\n")
     dataset = api.load_table(db, source, "e", "id", ["codes"])
+    before = set(db.table_names(""))
     with pytest.raises(api.InputError, match="holds no items"):
         anonymize(db, dataset, random_categories=2)
+    assert api.list_runs(db, "e") == [] and set(db.table_names("")) == before
 
 
 def test_verify_catches_a_lost_item(db: Backend, small: api.Dataset) -> None:

@@ -15,15 +15,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sqlglot import exp
+
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import Dataset
+from setanon_sql.catalog import Attribute, Dataset
 from setanon_sql.errors import InputError
 from setanon_sql.io.hierarchy import default_attribute
 from setanon_sql.models.base import Model
 from setanon_sql.models.swap.categories import build_categories
 from setanon_sql.models.swap.destinations import Matcher, create_pairs_table
 from setanon_sql.models.swap.metrics import frequent_itemset_figures, item_balance
-from setanon_sql.models.swap.params import OPTIONS, parse_params
+from setanon_sql.models.swap.params import OPTIONS, SwapParams, parse_params
 from setanon_sql.models.swap.swapping import (
     KINDS,
     build_moves,
@@ -32,14 +34,14 @@ from setanon_sql.models.swap.swapping import (
     random_pairs,
 )
 from setanon_sql.models.swap.verify import hidden_counts, verify_swap
+from setanon_sql.names import staging_table
 from setanon_sql.runs import RunContext
 
 _SCRATCH = ("tend", "ptend", "pool", "cand", "overlap", "accepted", "edges", "moves")
 
 
-def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
-              context: RunContext) -> None:
-    """Swap tendency items between records; see the module docstring."""
+def _checked(backend: Backend, dataset: Dataset,
+             params: dict[str, Any]) -> tuple[SwapParams, Attribute, exp.Table]:
     options = parse_params(params)
     attribute = default_attribute(dataset, options.column)
     if not attribute.is_set:
@@ -49,6 +51,22 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if not backend.scalar("swap_count_rows", tables={"t": items}):
         raise InputError(f"column {attribute.name!r} of dataset {dataset.name!r} holds no "
                          "items: there is nothing to swap")
+    return options, attribute, items
+
+
+def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:
+    """Refuse bad input before the run is recorded: parameters, an empty column, and the
+    categories (built once in staging tables, then dropped), so nothing is half-written."""
+    options, attribute, _ = _checked(backend, dataset, params)
+    cats = build_categories(backend, dataset, attribute, options,
+                            lambda purpose: backend.table(staging_table(purpose)), 0, {})
+    backend.drop_table(cats)
+
+
+def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
+              context: RunContext) -> None:
+    """Swap tendency items between records; see the module docstring."""
+    options, attribute, items = _checked(backend, dataset, params)
     seed = int(context.seed or 0)
     figures = context.figures
     figures.update(attr_no=attribute.attr_no, method=options.method,
@@ -64,7 +82,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
 
     tables = {name: context.table(name) for name in (*_SCRATCH, "pairs")}
     tables["items"] = items
-    tables["cats"] = build_categories(backend, dataset, attribute, options, context)
+    tables["cats"] = build_categories(backend, dataset, attribute, options, context.table, seed,
+                                      figures)
     lap("categories")
     kinds = build_tendency(backend, items, tables["cats"], tables["tend"])
     figures.update(records_with_items=sum(kinds.values()), no_tendency_records=kinds["none"],
@@ -117,4 +136,4 @@ def _pair_figures(backend: Backend, tables: dict[str, Any], figures: dict[str, A
 
 
 MODEL = Model("swap", "hiding personal tendency by similarity-based swapping", OPTIONS,
-              anonymize, verify_swap)
+              anonymize, verify_swap, validate)
