@@ -8,6 +8,31 @@ the items of two records of different single categories. ``--method random`` is 
 baseline. The controller keeps only counts and a round history; every pass is SQL. Published:
 ``items_<attr>``; kept for ``verify``: ``cats`` (the categories) and ``pairs`` (who swapped with
 whom; never exported).
+
+What happens to a destination's own tendency. A swap is an exchange between two records of
+the same kind (partial with partial, full with full), and Alg. 2 only admits a destination
+whose tendency category differs from the source's. Its tendency items move to the source in
+the same step, so the destination's tendency is hidden too: after the swap neither record
+holds an item of its own tendency category, and each holds the other's. Every record takes
+part in at most one swap, as source or as destination, never both; records without a
+tendency are never touched. A record may end up showing its partner's tendency (that is the
+point: the tendency is no longer tied to its data subject); "tendency changed" counts records
+whose published tendency is absent or of another category.
+
+How exact the minimum-Jaccard choice is (see :mod:`.destinations`). Destinations form a
+matching, found in three stages. Randomized rounds accept only pairs that share no item,
+Jaccard 0, the least possible: exact. The exact stage (pool <= ``--exact-limit``, default
+2000) is the greedy matching over every candidate pair, which never passes over a free
+partner of smaller Jaccard similarity. Only the window stage (larger leftover pools: each
+record sees 16 random others) is a heuristic. ``python bench/bench_swap.py --datasets bms2
+--backends duckdb --exactness 2000,50`` checks every accepted pair with Jaccard > 0 by brute
+force: with the default limit BMS-WebView-2 never reaches the window stage (13,376 of 13,718
+partial pair directions have Jaccard 0, the other 342 come from the exact stage, 0 missed a
+better free partner); forcing the window stage (``--exact-limit 50``), 75 of its 342 pair
+directions (22%; 0.5% of all partial ones) missed a free partner of smaller similarity. The
+paper's choice, each source's minimum over the whole database regardless of whether that
+destination is still free, is lower for every pair with Jaccard > 0 (70 resp. 102 directions):
+the price of swapping each record at most once.
 """
 
 from __future__ import annotations
