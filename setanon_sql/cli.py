@@ -17,9 +17,9 @@ import click
 
 from setanon_sql import __version__, api
 from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
-from setanon_sql.errors import GuaranteeNotMetError, NotFoundError, SetanonError, UsageError
+from setanon_sql.errors import GuaranteeNotMetError, NotFoundError, SetanonError
 from setanon_sql.io.table import split_columns
-from setanon_sql.models import describe_models, require_model
+from setanon_sql.models import describe_models, model_params, require_model
 from setanon_sql.report.command import report_command
 
 _DB_HELP = f"database URL (default: $SETANON_DB, else {DEFAULT_URL})"
@@ -227,7 +227,7 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
 
     dataset = api.get_dataset(db, name)
     chosen = require_model(model)
-    params = _model_params(chosen, ctx.args)
+    params = model_params(chosen, ctx.args)
     with _status(f"anonymizing {name} with {model}"):
         run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run, wait)
     click.echo(run_id)
@@ -236,17 +236,6 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
         click.echo(format_preview(api.preview_in_place(db, dataset, run)))
     elif in_place:
         click.echo(format_applied(run_id, api.in_place_figures(db, run_id)))
-
-
-def _model_params(model: Any, args: list[str]) -> dict[str, Any]:
-    """Parse the model's options out of the arguments ``anonymize`` did not know."""
-    command = click.Command(f"anonymize --model {model.name}", params=list(model.options))
-    try:
-        with command.make_context(command.name, list(args)) as context:
-            return dict(context.params)
-    except click.UsageError as error:
-        raise UsageError(f"{error.format_message()} (options of --model {model.name}: "
-                         f"{', '.join(o.opts[0] for o in model.options) or 'none'})") from None
 
 
 @main.command()

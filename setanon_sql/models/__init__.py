@@ -9,7 +9,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import click
 
 from setanon_sql.errors import UsageError
 
@@ -68,3 +70,17 @@ def require_model(name: str) -> Model:
             f"{describe_models()}"
         )
     return importlib.import_module(info.module).MODEL
+
+
+def model_params(model: Model, args: list[str]) -> dict[str, Any]:
+    """Parse a model's own options (``--k 5 --m 2``) into the params its ``anonymize`` takes.
+
+    The CLI, the demo and scripts share it, so defaults and checks are the model's own.
+    """
+    command = click.Command(f"anonymize --model {model.name}", params=list(model.options))
+    try:
+        with command.make_context(command.name, list(args)) as context:
+            return dict(context.params)
+    except click.UsageError as error:
+        raise UsageError(f"{error.format_message()} (options of --model {model.name}: "
+                         f"{', '.join(o.opts[0] for o in model.options) or 'none'})") from None

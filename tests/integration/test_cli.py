@@ -47,6 +47,11 @@ def test_demo(db_url: DbUrl, tmp_path: Path) -> None:
     code, out = setanon("demo", "--workdir", str(tmp_path / "demo"), *db_url.args)
     assert code == 0, out
     assert out.count("identical to the shipped input") == 2
+    for model in ("kanon", "km", "rho"):
+        assert f"--model {model}" in out
+    assert out.count("verified:") == 3
+    page = tmp_path / "demo" / "admissions_k5.html"
+    assert page.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
 
 
 @pytest.mark.parametrize(("args", "message"), [
