@@ -36,8 +36,9 @@ def published(db: Backend, dataset: api.Dataset, run: api.Run,
     return oracle.read_fimi(out)
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest")])
+def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, seed: int,
+                                                 choice: str) -> None:
     """Each record protects its own random items (some it does not have); m = all."""
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 24, 7, 4))
@@ -46,7 +47,8 @@ def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, se
     write(tmp_path / "e.dat", "".join(" ".join(sorted(e)) + "\n" for e in constraint))
     rho = Fraction(rng.choice(["0.3", "0.5"]))
     dataset = api.load_transactions(db, source, "d")
-    run = run_prho(db, dataset, seed, rho=float(rho), constraint=str(tmp_path / "e.dat"))
+    run = run_prho(db, dataset, seed, rho=float(rho), constraint=str(tmp_path / "e.dat"),
+                   choice=choice)
     output = published(db, dataset, run, tmp_path)
     assert oracle.unsafe_adversaries(original, original, constraint, rho, None), "already safe"
     assert oracle.unsafe_adversaries(original, output, constraint, rho, None) == []

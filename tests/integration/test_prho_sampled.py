@@ -18,16 +18,19 @@ from tests.oracle import prho_oracle as oracle
 PRHO = require_model("prho")
 
 
-@pytest.mark.parametrize(("setting", "seed"), [("personalized+", 1), ("fixed", 2)])
+@pytest.mark.parametrize(("setting", "seed", "choice"), [("personalized+", 1, "paper"),
+                                                         ("fixed", 2, "paper"),
+                                                         ("personalized", 3, "fewest")])
 def test_unsafe_share_is_below_epsilon_for_every_l(db: Backend, tmp_path: Path, setting: str,
-                                                   seed: int) -> None:
+                                                   seed: int, choice: str) -> None:
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 30, 8, 5))
     original = oracle.read_fimi(source)
     constraint = oracle.generated_constraint(original, setting, seed, 0.3, 0.1)
     dataset = api.load_transactions(db, source, "d")
     api.anonymize(db, dataset, PRHO, {"rho": 0.5, "setting": setting, "sensitive_fraction": 0.3,
-                                      "noise": 0.1, "m": 3, "epsilon": 0.1, "delta": 0.1},
+                                      "noise": 0.1, "m": 3, "epsilon": 0.1, "delta": 0.1,
+                                      "choice": choice},
                   seed=seed)
     run = api.get_run(db, dataset, "latest")
     output = published(db, dataset, run, tmp_path)

@@ -22,7 +22,13 @@ from setanon_sql.io.published import set_attribute_for_export
 from setanon_sql.metrics import util_dist_tables, util_info_tables
 from setanon_sql.models.base import Model
 from setanon_sql.models.prho.build import build_constraint
-from setanon_sql.models.prho.params import DEFAULT_NOISE, SETTINGS, parse_params, validate
+from setanon_sql.models.prho.params import (
+    CHOICES,
+    DEFAULT_NOISE,
+    SETTINGS,
+    parse_params,
+    validate,
+)
 from setanon_sql.models.prho.sampler import run_sample_suppressor
 from setanon_sql.models.prho.suppressor import run_suppressor
 from setanon_sql.models.prho.verify import verify_run
@@ -73,7 +79,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         "suppressed": before - after,
         "util_info": util_info_tables(backend, items, out),
         "util_dist": util_dist_tables(backend, items, out),
-        "rounds": len(history), "history": history[-200:],
+        "rounds": len(history), "history": history[-200:], "choice": chosen.choice,
     })
 
 
@@ -97,6 +103,10 @@ OPTIONS = (
                  help="SampleSuppressor: tolerated share of unsafe adversaries, in (0, 1)"),
     click.Option(["--delta"], type=float, default=None,
                  help="SampleSuppressor: probability that the share exceeds epsilon, in (0, 1)"),
+    click.Option(["--choice"], type=click.Choice(CHOICES), default="paper", show_default=True,
+                 help="item and records to suppress per unsafe rule: 'paper' = eq. 8 and random "
+                      "records; 'fewest' = the smallest N_s, records shared with other unsafe "
+                      "rules first"),
     click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
 )
 

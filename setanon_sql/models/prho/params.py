@@ -15,6 +15,7 @@ from setanon_sql.models.rho.suppression import rho_fraction
 
 SETTINGS = ("fixed", "personalized", "fixed+", "personalized+")
 DEFAULT_NOISE = 0.01  # Nakagawa et al. Sec. 6.1: "adding 1% of noise"
+CHOICES = ("paper", "fewest")  # d and the records of Alg. 1 l.12-14 (see rules.suppress)
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class PrhoParams:
     sensitive_fraction: float | None
     noise: float
     column: str | None
+    choice: str = "paper"
 
     @property
     def sampled(self) -> bool:
@@ -121,12 +123,17 @@ def parse_params(params: dict[str, Any]) -> PrhoParams:
     elif fraction is not None or noise is not None:
         raise UsageError("--sensitive-fraction and --noise generate a constraint: use them with "
                          "--setting, not with --constraint FILE")
+    choice = params.get("choice") or "paper"
+    if choice not in CHOICES:
+        raise UsageError(f"--choice {choice!r} is not one of {', '.join(CHOICES)} ('paper' = "
+                         "eq. 8 and random records, 'fewest' = fewest suppressions)")
     if constraint is not None and not Path(constraint).is_file():
         raise InputError(f"--constraint {constraint!r}: no such file; give a FIMI file whose "
                          "line n lists the items record n protects")
     return PrhoParams(value, m, epsilon, delta, constraint, setting,
                       float(fraction) if fraction is not None else None,
-                      float(noise) if noise is not None else DEFAULT_NOISE, params.get("column"))
+                      float(noise) if noise is not None else DEFAULT_NOISE, params.get("column"),
+                      choice)
 
 
 def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:

@@ -24,7 +24,7 @@ from setanon_sql.models.rho.qids import (
     unsafe_rules_query,
     xs,
 )
-from setanon_sql.models.rho.suppression import candidates_query, picks_query
+from setanon_sql.models.rho.suppression import candidates_query
 from setanon_sql.sqlrender import with_alias
 
 TableFn = Callable[[str], exp.Table]
@@ -143,20 +143,22 @@ def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.
 
 def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table,
              rules: exp.Table, width: int, rho: Fraction, seed: int, round_no: int,
-             target: exp.Table) -> int:
+             target: exp.Table, choice: str = "paper") -> int:
     """``target`` = D' after one pass over ``rules``; returns the occurrences suppressed.
 
-    For every rule: d = arg max F (eq. 8, the ρ model's H_dist statement, which divides
-    D'(d) log(D'(d)/D(d)) by N_s(d)), N = N_s(d) (eq. 7), N random records of C(Q + {e}) lose d.
-    Rules sharing a record with a rule of higher F wait for the next pass, so the rules done
-    together touch disjoint records, as if taken one after the other with l.11's re-check.
+    For every rule: d = arg max F (eq. 8: D'(d) log(D'(d)/D(d)) / N_s(d)), N = N_s(d) (eq. 7),
+    N random records of C(Q + {e}) lose d (``choice`` 'paper'). With 'fewest', d is the item
+    with the smallest N_s (then F), and the records that also support other unsafe rules with
+    consequent d go first (one suppression lowers several confidences). Rules sharing a record
+    with a rule of higher rank wait for the next pass, so the rules done together touch
+    disjoint records, as if taken one after the other with l.11's re-check.
     """
     istat = fresh(backend, table, "istat")
     backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
     cand = fresh(backend, table, "cand")
     backend.materialize(cand, candidates_query(rules, width), {"w": 0, **rho_params(rho)})
     chosen = fresh(backend, table, "chosen")
-    backend.materialize(chosen, "rho_choose", {"heuristic": "dist"},
+    backend.materialize(chosen, "prho_choose", {"choice": choice},
                         {"cand": cand, "istat": istat, "rules": rules})
     members = fresh(backend, table, "members")
     query, ritems = members_query(backend, table, chosen, cur, istat, width)
@@ -164,7 +166,8 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     blocked = fresh(backend, table, "blocked")
     backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
     dels = fresh(backend, table, "dels")
-    backend.materialize(dels, picks_query(chosen, members, blocked))
+    backend.materialize(dels, "prho_picks", {"shared": int(choice == "fewest")},
+                        {"chosen": chosen, "members": members, "blocked": blocked})
     backend.materialize(target, "rho_apply", tables={"cur": cur, "dels": dels})
     count = int(backend.scalar("prho_count_rows", tables={"t": dels}))
     for work in (istat, cand, chosen, ritems, members, blocked, dels):

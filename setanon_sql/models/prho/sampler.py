@@ -59,7 +59,8 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                 following = fresh(backend, table, f"cur{step % 2}")
                 entry["rules"] = int(backend.scalar("prho_count_rows", tables={"t": rules}))
                 entry["suppressed"] = suppress(backend, table, cur, istat0, rules, m + 1,
-                                               chosen.rho, seed, step, following)
+                                               chosen.rho, seed, step, following,
+                                               chosen.choice)
                 backend.drop_table(rules)
                 if cur is not base:
                     backend.drop_table(cur)

@@ -46,7 +46,7 @@ def run_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
             break
         following = fresh(backend, table, f"cur{round_no % 2}")
         count = suppress(backend, table, cur, istat0, rules, shape.width, chosen.rho,
-                         context.seed or 0, round_no, following)
+                         context.seed or 0, round_no, following, chosen.choice)
         if count == 0:
             raise RuntimeError(f"round {round_no} suppressed nothing although {n_rules} "
                                "sensitive rules are above rho")
