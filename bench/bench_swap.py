@@ -4,7 +4,8 @@ Prints one Markdown row per (dataset, backend, method) with the paper's figures 
 Mambo, Figs. 3-6): frequent itemsets found in D and D~ and their similarity (Eq. 2) at the
 supports given, Diss (Eq. 3), items lost, the share of records with a tendency whose tendency
 is hidden, run time, SQL statements and passes over the data (statements reading the items
-table), and whether ``verify`` passes. Figures only: no assertions.
+table), whether ``verify`` passes and whether the brute-force oracle of the tests accepts the
+exported files (real data only). Figures only: no assertions.
 
 PartSupp is ``--model rho`` (Jia et al. partial suppression), configured by ``--partsupp``
 (default ρ = 0.7, 40% sensitive items, H_mine, adversary of at most m = 1 item: the paper names
@@ -101,6 +102,40 @@ def _profile(log: list[tuple[str, float]], top: int = 5) -> None:
         print(f"#   {seconds:7.2f} s  {' '.join(sql.split())[:160]}")
 
 
+def _labels_and_cats(db: Backend, dataset: api.Dataset, run: api.Run) -> dict[str, int]:
+    from sqlglot import exp
+
+    labels = db.table(dataset.dict_table(dataset.set_attributes[0]), "d")
+    return {label: int(c) for label, c in db.query(
+        exp.select("d.label", "c.category").from_(db.table(f"r{run.run_id}_cats", "c"))
+        .join(labels, on="d.item_id = c.item_id"))}
+
+
+def _oracle(db: Backend, dataset: api.Dataset, run: api.Run, swap_run: api.Run,
+            figures: dict, workdir: Path) -> str:
+    """The independent check of the test suite, on the exported files of a full run."""
+    from sqlglot import exp
+
+    from tests.oracle import swap_oracle as oracle
+
+    original = oracle.read_fimi(api.export_dataset(db, dataset, workdir / "orig.dat"))
+    published = oracle.read_fimi(api.export_dataset(db, dataset, workdir / "pub.dat", run=run))
+    cats = _labels_and_cats(db, dataset, swap_run)
+    if run.model == "rho":
+        problems = oracle.changed_share_problem(original, published, cats, figures)
+        if abs(oracle.hidden_share(original, published, cats) - figures["hidden_share"]) > 1e-9:
+            problems.append("hidden share differs")
+        if abs(oracle.diss(original, published) - figures["diss"]) > 1e-9:
+            problems.append("Diss differs")
+    else:
+        pairs = [(int(a), int(b)) for a, b in db.query(
+            exp.select("record_id", "partner_id").from_(db.table(f"r{run.run_id}_pairs")))]
+        check = (oracle.check_random_swap if run.params.get("method") == "random"
+                 else oracle.check_similarity_swap)
+        problems = check(original, published, cats, pairs, figures)
+    return "oracle ok" if not problems else f"ORACLE: {problems[:3]}"
+
+
 def _exactness(db: Backend, dataset: api.Dataset, args: argparse.Namespace,
                workdir: Path) -> None:
     """How often a window-stage destination misses the least-Jaccard partner that was free.
@@ -122,10 +157,7 @@ def _exactness(db: Backend, dataset: api.Dataset, args: argparse.Namespace,
     for limit in args.exactness:
         params = {"random_categories": args.categories, "metrics": False, "exact_limit": limit}
         run, seconds, _, _ = _timed_run(db, dataset, "swap", params, args.seed, False)
-        labels = db.table(dataset.dict_table(dataset.set_attributes[0]), "d")
-        cats = {label: int(c) for label, c in db.query(
-            exp.select("d.label", "c.category").from_(db.table(f"r{run.run_id}_cats", "c"))
-            .join(labels, on="d.item_id = c.item_id"))}
+        cats = _labels_and_cats(db, dataset, run)
         shuffles = {kind: sum(e[0] == "shuffle" for e in run.figures[f"rounds_{kind}"])
                     for kind in ("partial", "full")}
         later = {kind: "+".join(sorted({e[0] for e in run.figures[f"rounds_{kind}"]}
@@ -179,6 +211,8 @@ def main() -> None:
                         help="rho,sensitive fraction,heuristic,m of the PartSupp baseline")
     parser.add_argument("--no-metrics", action="store_true", help="skip FI similarity")
     parser.add_argument("--no-verify", action="store_true")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip the brute-force oracle on the exported files (real data)")
     parser.add_argument("--profile", action="store_true", help="print the slowest statements")
     parser.add_argument("--exactness", type=lambda s: [int(x) for x in s.split(",")],
                         default=None, help="LIMIT[,LIMIT] --exact-limit values: measure misses "
@@ -197,7 +231,7 @@ def main() -> None:
     else:
         print("| dataset | backend | method | records with tendency | hidden (no tendency item "
               "left) | tendency changed | items lost | Diss | FI(D):FI(D~):U per support | "
-              "run s | matching s | metrics s | statements / passes | verify |")
+              "run s | matching s | metrics s | statements / passes | verify, oracle |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
@@ -234,6 +268,9 @@ def main() -> None:
                                 db, dataset, "swap", params, args.seed, not args.no_verify)
                             swap_run = swap_run or run
                             figures = run.figures
+                        if not args.no_check and not args.generate:
+                            verified += ", " + _oracle(db, dataset, run, swap_run or run,
+                                                       figures, workdir)
                         print(_row(label, backend_name, method, figures, seconds, verified,
                                    log, items_name), flush=True)
                         if args.profile:
