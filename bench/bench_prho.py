@@ -2,6 +2,7 @@
 
 Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bms2]
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
+       [--choice paper|fewest] [--workdir DIR]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
   every adversary (--m all), fixed vs personalized, 40% sensitive; util_mining as in Exp. 2.
@@ -106,6 +107,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--workdir", default="/tmp/bench_prho")
+    parser.add_argument("--choice", default="paper", choices=["paper", "fewest"])
     args = parser.parse_args()
     exp = args.exp
     data = (args.data or ("bms1,bms2" if exp in ("1", "rules") else "bms2")).split(",")
@@ -124,9 +126,10 @@ def main() -> None:
     url = args.backend or f"duckdb:///{work / f'bench{exp}.duckdb'}"
     db = api.open_database(url, "bench_prho")
     model = require_model("prho")
-    print("| data | setting | alg | m | backend | records | occurrences | suppressed | util_info"
-          " | util_dist | util_mining | rounds | seconds | verify | independent check |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| data | setting | choice | alg | m | backend | records | occurrences | suppressed"
+          " | util_info | util_dist | util_mining | rounds | seconds | verify | independent check"
+          " |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in data:
         if exp == "2s":
             source, label = FILES[name], name
@@ -140,7 +143,7 @@ def main() -> None:
         for setting in settings:
             for seed in [int(s) for s in args.seeds.split(",")]:
                 params: dict = {"rho": args.rho, "setting": setting,
-                                "sensitive_fraction": fraction, "m": m}
+                                "sensitive_fraction": fraction, "m": m, "choice": args.choice}
                 if exp == "2s":
                     params.update(epsilon=args.eps, delta=args.eps)
                 started = time.perf_counter()
@@ -170,7 +173,8 @@ def main() -> None:
                             original, published, member, rho, None if m == "all" else int(m))
                         check = "ok" if bad == 0 and subset else f"FAIL ({bad} unsafe)"
                 f = run.figures
-                print(f"| {label} | {setting} | {'2' if exp == '2s' else '1'} | {m} | "
+                alg = "2" if exp == "2s" else "1"
+                print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
                       f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
                       f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
                       f"{mining} | {f['rounds']} | {seconds:.1f} | "
