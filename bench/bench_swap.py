@@ -7,7 +7,8 @@ is hidden, run time, SQL statements and passes over the data (statements reading
 table), whether ``verify`` passes and whether the brute-force oracle of the tests accepts the
 exported files (real data only). Figures only: no assertions.
 
-PartSupp is ``--model rho`` (Jia et al. partial suppression), configured by ``--partsupp``
+"suppress" is ``--model swap --method suppress`` (every tendency item deleted). PartSupp is
+``--model rho`` (Jia et al. partial suppression), configured by ``--partsupp``
 (default ρ = 0.7, 40% sensitive items, H_mine, adversary of at most m = 1 item: the paper names
 no configuration). Its output is measured in the categories of the PartSwap run of the same
 dataset (:mod:`setanon_sql.models.swap.compare`).
@@ -127,6 +128,8 @@ def _oracle(db: Backend, dataset: api.Dataset, run: api.Run, swap_run: api.Run,
             problems.append("hidden share differs")
         if abs(oracle.diss(original, published) - figures["diss"]) > 1e-9:
             problems.append("Diss differs")
+    elif run.params.get("method") == "suppress":
+        problems = oracle.check_suppression(original, published, cats, figures)
     else:
         pairs = [(int(a), int(b)) for a, b in db.query(
             exp.select("record_id", "partner_id").from_(db.table(f"r{run.run_id}_pairs")))]
@@ -202,7 +205,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default="bms1,bms2")
     parser.add_argument("--backends", default="duckdb,postgres")
-    parser.add_argument("--methods", default="similarity,random,partsupp")
+    parser.add_argument("--methods", default="similarity,random,suppress,partsupp")
     parser.add_argument("--categories", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--generate", type=lambda s: [int(x) for x in s.split(",")],

@@ -191,3 +191,23 @@ def generated_baskets(n_records: int, seed: int, universe: int, most: int,
         records[i] = {str(1 + _below(16 * i + j, seed, 101, universe, skew))
                       for j in range(1, length + 1)}
     return records
+
+
+def check_suppression(original: Records, published: Records, cats: dict[str, str],
+                      figures: dict) -> list[str]:
+    """Tendency suppression: every record with a tendency loses exactly its tendency items."""
+    problems: list[str] = []
+    lost = 0
+    for record, items in original.items():
+        kind, category, _ = tendency(items, cats)
+        expected = items - moved(items, category, cats) if kind != "none" else items
+        lost += len(items) - len(expected)
+        if published.get(record, set()) != expected:
+            problems.append(f"record {record}: published {sorted(published.get(record, ()))} "
+                            f"!= expected {sorted(expected)}")
+    if figures["items_lost"] != lost or abs(figures["diss"] - diss(original, published)) > 1e-9:
+        problems.append(f"items lost: reported {figures['items_lost']}, oracle {lost}")
+    if figures["hidden_share"] != 1.0 and any(
+            tendency(i, cats)[0] != "none" for i in original.values()):
+        problems.append(f"hidden share {figures['hidden_share']} under suppression")
+    return problems + changed_share_problem(original, published, cats, figures)

@@ -5,9 +5,10 @@ its mean tendency value (Eq. 5). Partial swapping (Algs. 1-3) exchanges the item
 category with those of a destination record of another tendency that shares as little as
 possible (minimum Jaccard similarity) and collides on no item; full swapping (Alg. 4) exchanges
 the items of two records of different single categories. ``--method random`` is the RandSwap
-baseline. The controller keeps only counts and a round history; every pass is SQL. Published:
-``items_<attr>``; kept for ``verify``: ``cats`` (the categories) and ``pairs`` (who swapped with
-whom; never exported).
+baseline; ``--method suppress`` deletes the tendency items of every record with a tendency
+(the paper's PartSupp read as tendency-targeted suppression). The controller keeps only counts
+and a round history; every pass is SQL. Published: ``items_<attr>``; kept for ``verify``:
+``cats`` (the categories) and ``pairs`` (who swapped with whom; never exported).
 
 What happens to a destination's own tendency. A swap is an exchange between two records of
 the same kind (partial with partial, full with full), and Alg. 2 only admits a destination
@@ -116,6 +117,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     lap("tendency")
     if options.method == "random":
         random_pairs(backend, tables["tend"], tables["pairs"], seed)
+    elif options.method == "suppress":
+        create_pairs_table(backend, tables["pairs"])
     else:
         create_pairs_table(backend, tables["pairs"])
         matcher = Matcher(backend, tables, seed, options.exact_limit, options.max_rounds)

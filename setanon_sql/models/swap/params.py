@@ -11,6 +11,7 @@ from setanon_sql.errors import UsageError
 from setanon_sql.io.files import readable_file
 
 PAPER_SUPPORTS = (0.002, 0.003, 0.004, 0.005)
+METHODS = ("similarity", "random", "suppress")
 
 OPTIONS = (
     click.Option(["--column"], default=None,
@@ -26,9 +27,10 @@ OPTIONS = (
                  show_default=True,
                  help="items the category file misses: stop, or put them in their own "
                       "category '(uncategorized)'"),
-    click.Option(["--method"], type=click.Choice(["similarity", "random"]),
+    click.Option(["--method"], type=click.Choice(METHODS),
                  default="similarity", show_default=True,
-                 help="similarity: PartSwap/full swapping of the paper; random: RandSwap"),
+                 help="similarity: PartSwap/full swapping of the paper; random: RandSwap; "
+                      "suppress: delete the tendency items (a tendency-targeted PartSupp)"),
     click.Option(["--exact-limit", "exact_limit"], type=int, default=2000, show_default=True,
                  help="pool size from which on all candidate pairs are ranked by Jaccard "
                       "similarity (greedy minimum-Jaccard matching)"),
@@ -94,8 +96,8 @@ def parse_params(params: dict[str, Any]) -> SwapParams:
     merged = {**defaults, **{k: v for k, v in params.items() if v is not None}}
     if merged["uncategorized"] not in ("error", "own"):
         raise UsageError("--uncategorized must be 'error' or 'own'")
-    if merged["method"] not in ("similarity", "random"):
-        raise UsageError("--method must be 'similarity' or 'random'")
+    if merged["method"] not in METHODS:
+        raise UsageError(f"--method must be one of {', '.join(METHODS)}")
     for name in ("exact_limit", "max_rounds", "fi_max_size"):
         if int(merged[name]) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")

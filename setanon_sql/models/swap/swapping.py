@@ -36,6 +36,9 @@ def build_moves(backend: Backend, method: str, tables: dict[str, exp.Table], see
     if method == "random":
         bound.pop("cats")
         backend.materialize(tables["moves"], "swap_moves_random", {"seed": seed}, bound)
+    elif method == "suppress":
+        bound.pop("pairs")
+        backend.materialize(tables["moves"], "swap_moves_suppress", tables=bound)
     else:
         backend.materialize(tables["moves"], "swap_moves_tendency", tables=bound)
 
