@@ -319,3 +319,115 @@ WITH d AS (
     FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS g(pid)
 )
 SELECT p.pid AS sid, d.item_id, d.supp FROM p JOIN d ON d.r = p.r
+
+-- The MCMC sampler of Alg. 1 (mcmc.py): many independent chains advanced together.
+--   recu(rn, record_id, len, qw): U of l.3 numbered 1..|U|, qw = 1 / C(|D_u|, ℓ);
+--   props(pid, chain, step, record_id): the candidate of each chain and step (l.6);
+--   subs(pid, item_id): its ℓ-subset (l.7, km_sample_subsets); moves(chain, step, pid, q, supp, u).
+
+-- name: km_mcmc_records
+-- Alg. 1 l.3: U, the records with at least ℓ items. qw is the record's term of q(x) in l.8
+-- times ℓ!: prod_{i=1..ℓ} 1 / (|D_u| - ℓ + i) = 1 / (ℓ! C(|D_u|, ℓ)); the constant ℓ! cancels in
+-- the ratio q(S) / q(C).
+SELECT CAST(row_number() OVER (ORDER BY record_id) AS BIGINT) AS rn, record_id, len,
+       1.0 / km_binomial(len) AS qw
+FROM (SELECT record_id, count(*) AS len FROM items GROUP BY record_id HAVING count(*) >= :ell) AS w
+
+-- name: km_mcmc_propose
+-- Alg. 1 l.6 for chains 1..:chains and steps :first..:last: a record of U, uniformly (pid is
+-- unique within a draw: step * :chains + chain).
+WITH g AS (
+    SELECT c.chain, s.step, km_uniform('mcmc', :seed, :ell, :round, c.chain, s.step) AS t
+    FROM generate_series(CAST(1 AS BIGINT), CAST(:chains AS BIGINT)) AS c(chain)
+    CROSS JOIN generate_series(CAST(:first AS BIGINT), CAST(:last AS BIGINT)) AS s(step)
+)
+SELECT g.step * :chains + g.chain AS pid, g.chain, g.step, r.record_id
+FROM g JOIN recu AS r ON r.rn = CAST(floor(g.t * :nu) AS BIGINT) + 1
+
+-- name: km_mcmc_largest
+-- Theorem 3: :n draws of an ℓ-subset from the largest record of D (ties: smallest id).
+SELECT g.pid, r.record_id
+FROM (SELECT record_id FROM recu ORDER BY len DESC, record_id LIMIT 1) AS r
+CROSS JOIN generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS g(pid)
+
+-- name: km_mcmc_score
+-- supp(C) and q(C) of every candidate (Alg. 1 l.8): the records holding all ℓ items of C,
+-- found from the postings of C's rarest item (the intersection of rows of the paper's table T).
+WITH occ AS (
+    SELECT s.item_id, count(*) AS n
+    FROM (SELECT DISTINCT item_id FROM subs) AS s JOIN items AS i ON i.item_id = s.item_id
+    GROUP BY s.item_id
+), ranked AS (
+    SELECT s.pid, s.item_id,
+           row_number() OVER (PARTITION BY s.pid ORDER BY o.n, s.item_id) AS pos
+    FROM subs AS s JOIN occ AS o ON o.item_id = s.item_id
+), holders AS (
+    SELECT r.pid, i.record_id
+    FROM ranked AS r JOIN items AS i ON i.item_id = r.item_id
+    WHERE r.pos = 1
+), full_holders AS (
+    SELECT h.pid, h.record_id
+    FROM holders AS h
+    JOIN subs AS s ON s.pid = h.pid
+    JOIN items AS i ON i.record_id = h.record_id AND i.item_id = s.item_id
+    GROUP BY h.pid, h.record_id
+    HAVING count(*) = :ell
+)
+SELECT f.pid, count(*) AS supp, sum(u.qw) AS q
+FROM full_holders AS f JOIN recu AS u ON u.record_id = f.record_id
+GROUP BY f.pid
+
+-- name: km_mcmc_moves
+-- Candidates with their q, support and the uniform number of the acceptance test of l.8.
+SELECT p.chain, p.step, p.pid, s.q, s.supp, km_uniform('mh', :seed, :ell, :round, p.pid) AS u
+FROM props AS p JOIN scores AS s ON s.pid = p.pid
+
+-- name: km_mcmc_start
+-- Alg. 1 l.4: each chain starts at its candidate of step 0 (an itemset of Omega^ℓ).
+SELECT chain, pid, q, supp FROM moves WHERE step = 0
+
+-- name: km_mcmc_walk
+-- Alg. 1 l.5-8 for steps :first..:last of every chain in one statement: S := C with
+-- probability min(1, q(S) / q(C)), i.e. when u * q(C) < q(S). One row per chain and step.
+WITH RECURSIVE walk(chain, step, pid, q, supp) AS (
+    SELECT chain, CAST(:first - 1 AS BIGINT), pid, q, supp FROM cur
+    UNION ALL
+    SELECT m.chain, m.step,
+           CASE WHEN m.u * m.q < w.q THEN m.pid ELSE w.pid END,
+           CASE WHEN m.u * m.q < w.q THEN m.q ELSE w.q END,
+           CASE WHEN m.u * m.q < w.q THEN m.supp ELSE w.supp END
+    FROM walk AS w JOIN moves AS m ON m.chain = w.chain AND m.step = w.step + 1
+)
+SELECT chain, step, pid, q, supp FROM walk WHERE step >= :first
+
+-- name: km_mcmc_history
+-- X_t of the appendix (the support of each chain's state) for every step so far.
+SELECT chain, step, supp FROM hist UNION ALL SELECT chain, step, supp FROM walk
+
+-- name: km_mcmc_current
+SELECT chain, pid, q, supp FROM walk WHERE step = :last
+
+-- name: km_mcmc_pool
+-- The items of every chain's current state, from this segment's candidates or kept from before.
+SELECT s.pid, s.item_id FROM subs AS s WHERE s.pid IN (SELECT pid FROM cur)
+UNION ALL
+SELECT p.pid, p.item_id FROM pool AS p WHERE p.pid IN (SELECT pid FROM cur)
+
+-- name: km_mcmc_geweke
+-- Geweke (appendix) over the steps kept after burn-in: per chain d = (mean of X over steps
+-- :a_start..:a_end, the first 10%) - (mean over steps >= :b_start, the last 50%). The chains
+-- are independent, so the spread of d over chains gives the standard error of its mean
+-- whatever the autocorrelation within a chain (controller: z = avg / sqrt(var / n)).
+WITH per AS (
+    SELECT chain,
+           avg(CASE WHEN step <= :a_end THEN CAST(supp AS DOUBLE PRECISION) END)
+           - avg(CASE WHEN step >= :b_start THEN CAST(supp AS DOUBLE PRECISION) END) AS d
+    FROM hist WHERE step >= :a_start GROUP BY chain
+)
+SELECT avg(d), var_samp(d), count(*) FROM per
+
+-- name: km_mcmc_samples
+SELECT c.chain AS sid, p.item_id, c.supp FROM cur AS c JOIN pool AS p ON p.pid = c.pid
+
+-- name: km_mcmc_unique_share
+SELECT count(CASE WHEN supp = 1 THEN 1 END), count(*) FROM scores

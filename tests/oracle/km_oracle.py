@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import combinations
+from math import sqrt
 from pathlib import Path
 
 
@@ -121,3 +122,19 @@ def unicity(records: list[frozenset[str]], ell: int) -> float:
     """Share of the ℓ-itemsets that occur in exactly one record (Sec. VI-B)."""
     omega = itemset_supports(records, ell)
     return sum(1 for n in omega.values() if n == 1) / len(omega) if omega else 0.0
+
+
+def chi_square_uniform(counts: Counter[tuple[str, ...]],
+                       omega: Counter[tuple[str, ...]]) -> tuple[float, float]:
+    """(statistic, critical value at level 1e-4) of Pearson's test that ``counts`` are uniform
+    draws from ``omega``; a draw outside omega makes the statistic infinite. The critical value
+    is the Wilson-Hilferty approximation of the chi-square quantile (df = |omega| - 1)."""
+    if set(counts) - set(omega):
+        return float("inf"), 0.0
+    total = sum(counts.values())
+    expected = total / len(omega)
+    statistic = sum((counts.get(x, 0) - expected) ** 2 / expected for x in omega)
+    df = len(omega) - 1
+    z = 3.719  # standard normal quantile of 1 - 1e-4
+    critical = df * (1 - 2 / (9 * df) + z * sqrt(2 / (9 * df))) ** 3
+    return statistic, critical

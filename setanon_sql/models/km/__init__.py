@@ -17,7 +17,15 @@ from setanon_sql.catalog import Dataset
 from setanon_sql.models.base import Model
 from setanon_sql.models.km.exact import enforce_exact
 from setanon_sql.models.km.generalization import Generalization, resolve_hierarchy
-from setanon_sql.models.km.params import DEFAULT_BATCH, ERRORS, KmParams, parse_params
+from setanon_sql.models.km.mcmc import McmcSampler
+from setanon_sql.models.km.params import (
+    DEFAULT_BATCH,
+    DEFAULT_SAMPLER,
+    ERRORS,
+    SAMPLERS,
+    KmParams,
+    parse_params,
+)
 from setanon_sql.models.km.sampled import enforce_sampled
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.target import target_attribute
@@ -61,7 +69,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
 def _search(gen: Generalization, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
     """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled."""
     gen.prepare()
-    sampler = Sampler(gen.backend, gen.items, gen.table, seed, stream=trial)
+    kind = McmcSampler if chosen.sampler == "mcmc" else Sampler
+    sampler = kind(gen.backend, gen.items, gen.table, seed, stream=trial)
     history: list[dict[str, Any]] = []
     for ell in range(1, chosen.m + 1):
         k = chosen.k[ell - 1]
@@ -74,6 +83,9 @@ def _search(gen: Generalization, chosen: KmParams, seed: int, trial: int) -> dic
     figures["rounds"] = history
     if chosen.sampled:
         figures["sample_proposals"] = sampler.proposals
+        figures["sampler"] = chosen.sampler
+        if isinstance(sampler, McmcSampler):
+            figures["mcmc_chains"] = sampler.chains
     return figures
 
 
@@ -114,6 +126,10 @@ OPTIONS = (
                       "smaller: less generalization, more rounds)"),
     click.Option(["--trials"], type=int, default=1, show_default=True,
                  help="independent trials of the sampled search, the least error is kept"),
+    click.Option(["--sampler"], type=click.Choice(SAMPLERS), default=DEFAULT_SAMPLER,
+                 show_default=True,
+                 help="how sampled sizes draw itemsets: exact (rejection, exactly uniform) or "
+                      "mcmc (Metropolis-Hastings of Alg. 1, Geweke-checked)"),
     click.Option(["--exact-upto", "exact_upto"], type=int, default=0, show_default=True,
                  help="enumerate itemsets exactly up to this size, sample above it"),
 )

@@ -12,7 +12,9 @@ from typing import Any
 from setanon_sql.errors import UsageError
 
 ERRORS = ("ncp", "share")
+SAMPLERS = ("exact", "mcmc")
 DEFAULT_BATCH = 0.25
+DEFAULT_SAMPLER = "exact"
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class KmParams:
     trials: int
     exact_upto: int
     batch: float
+    sampler: str = DEFAULT_SAMPLER
 
     def exact_at(self, ell: int) -> bool:
         """Whether itemsets of size ``ell`` are checked by enumeration (σ_ℓ = 1 or ℓ ≤ ℓ0)."""
@@ -80,5 +83,8 @@ def parse_params(params: dict[str, Any]) -> KmParams:
     if not isinstance(batch, (int, float)) or not 0 < batch <= 1:
         raise UsageError(f"--batch {batch!r}: give the share of proposed merges applied per "
                          "round, in (0, 1]")
+    sampler = params.get("sampler") or DEFAULT_SAMPLER
+    if sampler not in SAMPLERS:
+        raise UsageError(f"--sampler {sampler!r} is not one of {', '.join(SAMPLERS)}")
     return KmParams(m, k, sigma, error, params.get("hierarchy"), params.get("column"), trials,
-                    exact_upto, float(batch))
+                    exact_upto, float(batch), sampler)

@@ -16,12 +16,13 @@ from sqlglot import exp
 
 from setanon_sql.errors import UsageError
 from setanon_sql.models.km.generalization import Generalization
+from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
 
 
-def enforce_sampled(gen: Generalization, sampler: Sampler, ell: int, k: int, sigma: float,
-                    error: str, batch: float) -> list[dict[str, Any]]:
+def enforce_sampled(gen: Generalization, sampler: Sampler | McmcSampler, ell: int, k: int,
+                    sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
     """Generalize until γ(σ) fresh samples of size ℓ are all k-anonymous; one entry per round."""
     b = gen.backend
     need = gamma(sigma)

@@ -57,7 +57,7 @@ def binomial(n: exp.Expression, ell: int) -> exp.Expression:
                                        "DOUBLE PRECISION"),
                          expression=exp.Literal.number(float(i + 1)))
         value = exp.Mul(this=value, expression=factor)
-    return value
+    return exp.paren(value)
 
 
 def statement(name: str, ell: int) -> exp.Expression:
