@@ -69,17 +69,39 @@ def sample(backend: Backend, table: TableFn, items: exp.Table, olen: exp.Table, 
     return samp, hits
 
 
+def cover_query(cur: exp.Table, hits: exp.Table, istat0: exp.Table) -> exp.Select:
+    """(s, v): the records v of D' that contain Q of sample s (|Q| = :l), rarest item first.
+
+    Only the records holding the item of Q that is rarest in D (istat0) are candidates, and
+    only their rows are counted: joining every item of Q with all its records made PostgreSQL
+    aggregate millions of rows for popular items.
+    """
+    rarest = exp.Window(this=exp.RowNumber(), partition_by=[col("s", "h")],
+                        order=exp.Order(expressions=[exp.Ordered(this=col("n0", "i")),
+                                                     exp.Ordered(this=col("item_id", "h"))]))
+    ranked = (exp.select(col("s", "h"), col("item_id", "h"), rarest.as_("r", quoted=True))
+              .from_(with_alias(hits, "h"))
+              .join(with_alias(istat0, "i"), on=col("item_id", "i").eq(col("item_id", "h"))))
+    cand = (exp.select(col("s", "f"), col("record_id", "c"))
+            .from_(ranked.subquery("f"))
+            .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item_id", "f")))
+            .where(col("r", "f").eq(exp.Literal.number(1))))
+    return (exp.select(col("s", "k"), col("record_id", "k").as_("v", quoted=True))
+            .from_(cand.subquery("k"))
+            .join(with_alias(hits, "h"), on=col("s", "h").eq(col("s", "k")))
+            .join(with_alias(cur, "c"), on=exp.and_(
+                col("record_id", "c").eq(col("record_id", "k")),
+                col("item_id", "c").eq(col("item_id", "h"))))
+            .group_by(col("s", "k"), col("record_id", "k"))
+            .having(exp.func("count", exp.Star()).eq(placeholder("l"))))
+
+
 def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: exp.Table,
-                       hits: exp.Table, constraint: Constraint, ell: int,
+                       hits: exp.Table, istat0: exp.Table, constraint: Constraint, ell: int,
                        rho: Fraction) -> exp.Table:
     """unsafe(s, e, sx, sq): e ∈ E_u \\ Q with conf_{D'}(Q -> e) = sx / sq > ρ (Alg. 2 l.8)."""
     cover = fresh(backend, table, "cover")
-    backend.materialize(cover, exp.select(col("s", "h"),
-                                          col("record_id", "c").as_("v", quoted=True))
-                        .from_(with_alias(hits, "h"))
-                        .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item_id", "h")))
-                        .group_by(col("s", "h"), col("record_id", "c"))
-                        .having(exp.func("count", exp.Star()).eq(placeholder("l"))), {"l": ell})
+    backend.materialize(cover, cover_query(cur, hits, istat0), {"l": ell})
     sq = (exp.select(col("s"), exp.func("count", exp.Star()).as_("n", quoted=True))
           .from_(cover.copy()).group_by(col("s")))
     in_q = (exp.select(exp.Literal.number(1)).from_(with_alias(hits, "h"))

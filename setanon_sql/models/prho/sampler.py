@@ -48,7 +48,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             key = f"{seed}:{sweep}:{ell}"
             samp, hits = sample(backend, table, base, olen, ell,
                                 draw_ranks(key, n_s, eligible[ell]), key)
-            unsafe = unsafe_adversaries(backend, table, cur, samp, hits, constraint, ell,
+            unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                         chosen.rho)
             n_unsafe = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
             entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}

@@ -103,8 +103,9 @@ def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
              constraint: Constraint, chosen: Any, run: Run) -> tuple[bool, str, dict[str, Any]]:
     n = VERIFY_FACTOR * chosen.n_samples
     eligible = eligible_counts(backend, base, chosen.m)
-    olen = table("olen")
+    olen, istat0 = table("olen"), table("istat0")
     backend.materialize(olen, "prho_lengths", tables={"items": base})
+    backend.materialize(istat0, "rho_istat0", tables={"base": base})
     spread = math.sqrt(math.log(1 / chosen.delta) / (2 * n))
     per_l: dict[str, Any] = {}
     ok = True
@@ -114,7 +115,8 @@ def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
         key = f"verify:{run.seed}:{ell}"
         samp, hits = sample(backend, table, base, olen, ell, draw_ranks(key, n, eligible[ell]),
                             key)
-        unsafe = unsafe_adversaries(backend, table, cur, samp, hits, constraint, ell, chosen.rho)
+        unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
+                                    chosen.rho)
         count = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
         upper = count / n + spread
         ok = ok and upper < chosen.epsilon
