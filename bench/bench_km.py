@@ -1,90 +1,279 @@
-"""k^m-anonymity (``--model km``) on the shared datasets, DuckDB and PostgreSQL.
+"""k^m-anonymity (``--model km``) on BMS-WebView-2 and Retail, DuckDB and PostgreSQL.
 
-Prints one Markdown row per (dataset, backend, k, m, sigma): published labels (the paper's
-"partitions"), NCP, share of occurrences generalized, rounds, run time, and whether ``verify``
-passes. Figures only: no assertions.
+Prints one Markdown row per (dataset, backend, variant, k, m): published labels (the paper's
+"partitions"), NCP, share of occurrences generalized, rounds, run and verify time, whether
+``verify`` passes and, with ``--check``, an independent brute-force check of the FIMI export
+plus ``--mapping`` (tests/oracle/km_oracle.py; sampled sizes by fresh uniform samples of the
+ORIGINAL ℓ-itemsets drawn here in plain Python). Figures only: no assertions.
 
-Usage (from the repository root)::
+Variants: ``exact`` is σ = 1 (the apriori-based anonymization, Acs et al. Sec. V-C);
+``sampled`` is σ = ``--sigma`` (default 0.99) by Alg. 2, exact up to ``--exact-upto``.
 
-    python bench/bench_km.py                               # BMS2, k=5, m=2, both backends
-    python bench/bench_km.py --k 5,10,20 --m 2,3 --backends duckdb
+Each cell runs in a child process under ``--timeout`` seconds (SIGINT, then SIGKILL after 30 s),
+so one slow cell cannot eat a locked benchmark slot; such a cell prints "timeout".
 
-PostgreSQL comes from ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``, Docker, or the
-local server binaries in a temporary directory).
+Usage (from the repository root; Retail's hierarchy is derived by make_retail_hierarchy.py)::
+
+    python bench/bench_km.py --workdir /tmp/kmbench --datasets bms2 --backends duckdb \\
+        --variants exact,sampled --k 5,10,20 --m 2,3,4
+    python bench/bench_km.py --workdir /tmp/kmbench --k 5 --m 2 --check
+
+PostgreSQL: ``--pg-url``, else ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``,
+Docker, or the local server binaries in a temporary directory).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import itertools
+import json
+import math
+import random
+import signal
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-from setanon_sql import api
-from setanon_sql.models import require_model
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
-DATASETS = {"bms2": ("bms-webview-2/BMS2.dat", "bms-webview-2/hierarchy_BMS2.txt")}
+
+from bench.make_retail_hierarchy import distinct_items, range_hierarchy  # noqa: E402
+from tests.oracle import km_oracle  # noqa: E402
+
+DATASETS = {"bms2": ("bms-webview-2/BMS2.dat", "bms-webview-2/hierarchy_BMS2.txt"),
+            "retail": ("retail/retail.dat", None)}
+CHECK_SAMPLES = 45_845  # the paper's γ for σ = 0.99 (Sec. VI-E), per sampled size
+CHECK_DELTA = 0.01
 
 
-def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack) -> dict[str, str]:
+def _hierarchy_file(name: str, data: Path, workdir: Path, data_dir: Path) -> Path:
+    """The shared hierarchy, or Retail's derived one (written once into the workdir)."""
+    shipped = DATASETS[name][1]
+    if shipped is not None:
+        return data_dir / shipped
+    target = workdir / f"hierarchy_{name}.txt"
+    if not target.exists():
+        paths = range_hierarchy(distinct_items(data))
+        target.write_text("".join(";".join(path) + "\n" for path in paths))
+    return target
+
+
+# ---- independent check (plain Python over the exported files) -------------------------------
+
+def _postings(records: list[frozenset[str]]) -> dict[str, set[int]]:
+    index: dict[str, set[int]] = {}
+    for n, record in enumerate(records):
+        for item in record:
+            index.setdefault(item, set()).add(n)
+    return index
+
+
+def _support(itemset: frozenset[str], postings: dict[str, set[int]]) -> int:
+    lists = sorted((postings.get(item, set()) for item in itemset), key=len)
+    return len(set.intersection(*lists)) if lists else 0
+
+
+def sampled_violation(original: list[frozenset[str]], published: list[frozenset[str]],
+                      mapping: dict[str, str], k: int, ell: int, samples: int,
+                      seed: int) -> tuple[float, float]:
+    """Estimated Pr[uniform ℓ-itemset of the ORIGINAL data is not k-anonymous once published]
+    and its one-sided Hoeffding margin at confidence 1 - CHECK_DELTA.
+
+    Uniform over Omega^ℓ by rejection: a record with probability ∝ C(|r|, ℓ), a uniform
+    ℓ-subset of it (so Pr[s] ∝ supp(s)), kept with probability 1 / supp(s).
+    """
+    rng = random.Random(seed)
+    long_enough = [r for r in original if len(r) >= ell]
+    weights = list(itertools.accumulate(math.comb(len(r), ell) for r in long_enough))
+    before, after = _postings(original), _postings(published)
+    image_support: dict[frozenset[str], int] = {}
+    bad = drawn = 0
+    while drawn < samples:
+        record = long_enough[bisect.bisect_right(weights, rng.random() * weights[-1])]
+        itemset = frozenset(rng.sample(sorted(record), ell))
+        if rng.random() * _support(itemset, before) >= 1:
+            continue
+        drawn += 1
+        image = frozenset(mapping[item] for item in itemset)
+        if image not in image_support:
+            image_support[image] = _support(image, after)
+        bad += image_support[image] < k
+    return bad / samples, math.sqrt(math.log(1 / CHECK_DELTA) / (2 * samples))
+
+
+def check_export(fimi: Path, mapping_file: Path, original_file: Path, hierarchy: Path,
+                 k: int, m: int, sigma: float, exact_upto: int, ncp: float,
+                 seed: int) -> dict[str, Any]:
+    """Brute-force check of the published files; every figure computed here, none read back."""
+    original = km_oracle.read_fimi(original_file)
+    published = km_oracle.read_fimi(fimi)
+    mapping = km_oracle.read_mapping(mapping_file)
+    parent = km_oracle.read_hierarchy(hierarchy)
+    result: dict[str, Any] = {
+        "recoding_problems": len(km_oracle.generalization_problems(original, published,
+                                                                   mapping)),
+        "cut_problems": len(km_oracle.cut_problems(mapping, parent)),
+        "ncp_difference": abs(km_oracle.ncp(original, mapping, parent) - ncp),
+    }
+    exact_sizes = m if sigma >= 1 else min(exact_upto, m)
+    result["exact_violations"] = len(km_oracle.km_violations(published, [k] * m, exact_sizes))
+    result["sampled"] = {ell: sampled_violation(original, published, mapping, k, ell,
+                                                CHECK_SAMPLES, seed + ell)
+                         for ell in range(exact_sizes + 1, m + 1)}
+    within = all(share <= 1 - sigma for share, _ in result["sampled"].values())
+    result["ok"] = (result["recoding_problems"] == 0 and result["cut_problems"] == 0
+                    and result["exact_violations"] == 0 and result["ncp_difference"] < 1e-9
+                    and within)
+    return result
+
+
+# ---- one cell, in a child process ------------------------------------------------------------
+
+def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
+    """Anonymize, verify and (optionally) check one cell; figures as a JSON-able dict."""
+    from setanon_sql import api
+    from setanon_sql.models import require_model
+
+    db = api.open_database(cell["url"], "km_bench")
+    dataset = api.find_dataset(db, cell["dataset"])
+    params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
+                              "exact_upto": cell["exact_upto"]}
+    started = time.perf_counter()
+    run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
+    out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
+    run = api.get_run(db, dataset, run_id)
+    started = time.perf_counter()
+    out["verify"] = api.verify(db, dataset, run).ok
+    out["verify_seconds"] = time.perf_counter() - started
+    out["figures"] = {key: run.figures[key] for key in
+                      ("published_labels", "ncp", "generalized_share", "rounds")}
+    if cell["check"]:
+        workdir = Path(cell["workdir"])
+        fimi, mapping = (workdir / f"check_{run_id}.{ext}" for ext in ("dat", "map"))
+        api.export_dataset(db, dataset, fimi, "fimi", run, None, mapping)
+        out["check"] = check_export(fimi, mapping, Path(cell["data"]), Path(cell["hierarchy"]),
+                                    int(cell["k"]), cell["m"], float(cell["sigma"]),
+                                    cell["exact_upto"], run.figures["ncp"], cell["seed"])
+        fimi.unlink()
+        mapping.unlink()
+    db.close()
+    return out
+
+
+def _spawn(cell: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Run one cell in a child; None when it ran past ``timeout`` (then it is stopped)."""
+    child = subprocess.Popen([sys.executable, __file__, "--cell", json.dumps(cell)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        stdout, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)  # lets the driver cancel the running statement
+        try:
+            child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+        return None
+    if child.returncode != 0:
+        return {"error": f"exit code {child.returncode}"}
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) -> str:
+    head = (f"| {cell['dataset']} | {cell['backend']} | {cell['variant']} | {cell['k']} | "
+            f"{cell['m']} | {cell['sigma']} | {cell['exact_upto']} | ")
+    if result is None:
+        return head + f"timeout > {timeout:.0f} s | | | | | | | |"
+    if "error" in result:
+        return head + f"{result['error']} | | | | | | | |"
+    f = result["figures"]
+    check = "not run"
+    if "check" in result:
+        c = result["check"]
+        sampled = ", ".join(f"ℓ={ell}: {share:.4f}±{margin:.4f}"
+                            for ell, (share, margin) in c["sampled"].items())
+        check = ("ok" if c["ok"] else "FAILED") + (f" ({sampled})" if sampled else "")
+    return head + (f"{f['published_labels']} | {f['ncp']:.4f} | {f['generalized_share']:.3f} | "
+                   f"{len(f['rounds'])} | {result['seconds']:.1f} | "
+                   f"{'ok' if result['verify'] else 'FAILED'} | "
+                   f"{result['verify_seconds']:.1f} | {check} |")
+
+
+def _urls(backends: list[str], pg_url: str | None,
+          stack: contextlib.ExitStack) -> dict[str, str]:
     urls = {}
-    if "duckdb" in backends:
-        urls["duckdb"] = f"duckdb:///{workdir / 'km.duckdb'}"
-    if "postgres" in backends:
-        from tests.support.pg_server import postgres_url
-
-        url = stack.enter_context(postgres_url())
-        if url is None:
-            print("no PostgreSQL available: skipping it", file=sys.stderr)
+    for backend in backends:
+        if backend == "duckdb":
+            urls["duckdb"] = ""
+        elif pg_url:
+            urls["postgres"] = pg_url
         else:
-            urls["postgres"] = url
+            from tests.support.pg_server import postgres_url
+
+            url = stack.enter_context(postgres_url())
+            if url is None:
+                print("no PostgreSQL available: skipping it", file=sys.stderr)
+            else:
+                urls["postgres"] = url
     return urls
+
+
+def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path) -> None:
+    from setanon_sql import api
+
+    db = api.open_database(url, "km_bench")
+    if api.find_dataset(db, name) is None:
+        started = time.perf_counter()
+        dataset = api.load_transactions(db, data, name)
+        api.load_hierarchy(db, hierarchy, dataset)
+        print(f"loaded {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    db.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cell", help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT.parent / "shared" / "data")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/kmbench"))
     parser.add_argument("--datasets", default="bms2")
     parser.add_argument("--backends", default="duckdb,postgres")
+    parser.add_argument("--pg-url", default=None)
+    parser.add_argument("--variants", default="exact")
     parser.add_argument("--k", default="5")
     parser.add_argument("--m", default="2")
-    parser.add_argument("--sigma", default="1")
-    parser.add_argument("--batch", type=float, default=None)
+    parser.add_argument("--sigma", default="0.99", help="σ of the sampled variant")
+    parser.add_argument("--exact-upto", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    print("| dataset | backend | k | m | sigma | labels | NCP | generalized | rounds | "
-          "seconds | verify |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
-        urls = _urls(args.backends.split(","), Path(tmp), stack)
-        for name, (backend_name, url) in itertools.product(args.datasets.split(","),
-                                                           urls.items()):
-            data, hierarchy = (args.data_dir / part for part in DATASETS[name])
-            db = api.open_database(url, "km_bench")
-            dataset = api.find_dataset(db, name)
-            if dataset is None:
-                dataset = api.load_transactions(db, data, name)
-                api.load_hierarchy(db, hierarchy, dataset)
-            for k, m, sigma in itertools.product(args.k.split(","), map(int, args.m.split(",")),
-                                                 args.sigma.split(",")):
-                params = {"k": k, "m": m, "sigma": sigma}
-                if args.batch is not None:
-                    params["batch"] = args.batch
-                started = time.perf_counter()
-                run_id = api.anonymize(db, dataset, require_model("km"), params, seed=1)
-                seconds = time.perf_counter() - started
-                run = api.get_run(db, dataset, run_id)
-                ok = api.verify(db, dataset, run).ok
-                f = run.figures
-                print(f"| {name} | {backend_name} | {k} | {m} | {sigma} | "
-                      f"{f['published_labels']} | {f['ncp']:.4f} | "
-                      f"{f['generalized_share']:.3f} | {len(f['rounds'])} | {seconds:.1f} | "
-                      f"{'ok' if ok else 'FAILED'} |", flush=True)
-            db.close()
+    if args.cell:
+        print(json.dumps(run_cell(json.loads(args.cell))))
+        return
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    print("| dataset | backend | variant | k | m | σ | exact up to | labels | NCP | generalized "
+          "| rounds | seconds | verify | verify s | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    with contextlib.ExitStack() as stack:
+        urls = _urls(args.backends.split(","), args.pg_url, stack)
+        for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
+            url = url or f"duckdb:///{args.workdir / 'km.duckdb'}"
+            data = args.data_dir / DATASETS[name][0]
+            hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
+            _ensure_loaded(url, name, data, hierarchy)
+            for variant, k, m in itertools.product(args.variants.split(","),
+                                                   args.k.split(","),
+                                                   map(int, args.m.split(","))):
+                cell = {"dataset": name, "backend": backend, "url": url, "variant": variant,
+                        "k": k, "m": m, "sigma": "1" if variant == "exact" else args.sigma,
+                        "exact_upto": 0 if variant == "exact" else args.exact_upto,
+                        "seed": args.seed, "check": args.check, "data": str(data),
+                        "hierarchy": str(hierarchy), "workdir": str(args.workdir)}
+                print(_row(cell, _spawn(cell, args.timeout), args.timeout), flush=True)
 
 
 if __name__ == "__main__":
