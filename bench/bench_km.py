@@ -10,7 +10,8 @@ Variants: ``exact`` is σ = 1 (the apriori-based anonymization, Acs et al. Sec. 
 ``sampled`` is σ = ``--sigma`` (default 0.99) by Alg. 2, exact up to ``--exact-upto``.
 
 Each cell runs in a child process under ``--timeout`` seconds (SIGINT, then SIGKILL after 30 s),
-so one slow cell cannot eat a locked benchmark slot; such a cell prints "timeout".
+so one slow cell cannot eat a locked benchmark slot; such a cell prints "timeout". Cells that
+would start after ``--budget`` seconds print "not measured".
 
 Usage (from the repository root; Retail's hierarchy is derived by make_retail_hierarchy.py)::
 
@@ -248,7 +249,10 @@ def main() -> None:
     parser.add_argument("--sigma", default="0.99", help="σ of the sampled variant")
     parser.add_argument("--exact-upto", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per cell")
+    parser.add_argument("--budget", type=float, default=660,
+                        help="seconds for the whole command (a locked slot is < 12 min): "
+                             "cells that would start later print 'not measured'")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
     if args.cell:
@@ -258,6 +262,7 @@ def main() -> None:
     print("| dataset | backend | variant | k | m | σ | exact up to | labels | NCP | generalized "
           "| rounds | seconds | verify | verify s | check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+    deadline = time.monotonic() + args.budget
     with contextlib.ExitStack() as stack:
         urls = _urls(args.backends.split(","), args.pg_url, stack)
         for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
@@ -273,7 +278,12 @@ def main() -> None:
                         "exact_upto": 0 if variant == "exact" else args.exact_upto,
                         "seed": args.seed, "check": args.check, "data": str(data),
                         "hierarchy": str(hierarchy), "workdir": str(args.workdir)}
-                print(_row(cell, _spawn(cell, args.timeout), args.timeout), flush=True)
+                left = deadline - time.monotonic()
+                if left < 10:
+                    print(_row(cell, {"error": "not measured (budget)"}, 0), flush=True)
+                    continue
+                limit = min(args.timeout, left)
+                print(_row(cell, _spawn(cell, limit), limit), flush=True)
 
 
 if __name__ == "__main__":
