@@ -431,3 +431,190 @@ SELECT c.chain AS sid, p.item_id, c.supp FROM cur AS c JOIN pool AS p ON p.pid =
 
 -- name: km_mcmc_unique_share
 SELECT count(CASE WHEN supp = 1 THEN 1 END), count(*) FROM scores
+
+-- Partitions constrained by an adjacency graph (graph.py, Acs et al. Sec. VI-C): every part is a
+-- connected set of items and grows only by merging with an adjacent part. Logical tables:
+--   lines(pos, line): the graph file; edge(a, b): adjacent data items, both directions;
+--   cut(item_id, node_id, leaf_id): node_id = the smallest item id of the item's part;
+--   coord(item_id, x, y): coordinates of the items (error 'geo').
+
+-- name: km_graph_bad_lines
+-- Lines that are not 'item<TAB>item' (or a lone 'item': a node without edges); first few.
+SELECT pos, count(*) OVER () FROM lines
+WHERE line IS NOT NULL AND trim(line) <> ''
+  AND (trim(split_part(line, :tab, 1)) = '' OR split_part(line, :tab, 3) <> ''
+       OR (strpos(line, :tab) > 0 AND trim(split_part(line, :tab, 2)) = ''))
+ORDER BY pos LIMIT 5
+
+-- name: km_graph_labels
+SELECT trim(split_part(line, :tab, 1)) AS label FROM lines
+WHERE line IS NOT NULL AND trim(line) <> ''
+UNION
+SELECT trim(split_part(line, :tab, 2)) FROM lines
+WHERE line IS NOT NULL AND trim(line) <> '' AND strpos(line, :tab) > 0
+
+-- name: km_graph_missing
+-- Items of the data that no line of the graph names (first few, and how many).
+SELECT d.label, count(*) OVER () FROM dict AS d
+WHERE d.label NOT IN (SELECT label FROM glabels)
+ORDER BY d.item_id LIMIT 5
+
+-- name: km_graph_edges
+-- Edges between items of the data, both directions; edges to other labels are left out.
+WITH e AS (
+    SELECT trim(split_part(line, :tab, 1)) AS x, trim(split_part(line, :tab, 2)) AS y
+    FROM lines WHERE line IS NOT NULL AND strpos(line, :tab) > 0
+), ids AS (
+    SELECT a.item_id AS a, b.item_id AS b
+    FROM e JOIN dict AS a ON a.label = e.x JOIN dict AS b ON b.label = e.y
+    WHERE a.item_id <> b.item_id
+)
+SELECT a, b FROM ids UNION SELECT b, a FROM ids
+
+-- name: km_graph_identity_cut
+-- Alg. 2 l.4: every item is its own part.
+SELECT item_id, item_id AS node_id, item_id AS leaf_id FROM dict
+
+-- name: km_graph_pair_costs
+-- Every pair of adjacent parts with at least one part in vnodes, and the error increase of
+-- merging them (Sec. V): 'ncp' the increase of sum over occurrences of (part size - 1), i.e.
+-- n1 * s2 + n2 * s1; 'share' the occurrences that become generalized. Integers: no float ties.
+WITH reg AS (
+    SELECT c.node_id, count(*) AS size, sum(o.n) AS n
+    FROM cut AS c JOIN occ AS o ON o.item_id = c.item_id GROUP BY c.node_id
+), pairs AS (
+    SELECT DISTINCT least(ca.node_id, cb.node_id) AS r1, greatest(ca.node_id, cb.node_id) AS r2
+    FROM edge AS e
+    JOIN cut AS ca ON ca.item_id = e.a
+    JOIN cut AS cb ON cb.item_id = e.b
+    WHERE ca.node_id <> cb.node_id AND ca.node_id IN (SELECT node_id FROM vnodes)
+)
+SELECT p.r1, p.r2,
+       CASE WHEN :error = 'share'
+            THEN (CASE WHEN a.size = 1 THEN a.n ELSE 0 END)
+                 + (CASE WHEN b.size = 1 THEN b.n ELSE 0 END)
+            ELSE a.n * b.size + b.n * a.size END AS cost
+FROM pairs AS p JOIN reg AS a ON a.node_id = p.r1 JOIN reg AS b ON b.node_id = p.r2
+
+-- name: km_graph_pair_costs_geo
+-- As km_graph_pair_costs for error 'geo' (Sec. VI-C): the increase of sum over occurrences of
+-- the distance of the item to the centroid of its part (the mean of its items' coordinates).
+WITH pairs AS (
+    SELECT DISTINCT least(ca.node_id, cb.node_id) AS r1, greatest(ca.node_id, cb.node_id) AS r2
+    FROM edge AS e
+    JOIN cut AS ca ON ca.item_id = e.a
+    JOIN cut AS cb ON cb.item_id = e.b
+    WHERE ca.node_id <> cb.node_id AND ca.node_id IN (SELECT node_id FROM vnodes)
+), members AS (
+    SELECT p.r1, p.r2, c.item_id FROM pairs AS p JOIN cut AS c ON c.node_id = p.r1
+    UNION ALL
+    SELECT p.r1, p.r2, c.item_id FROM pairs AS p JOIN cut AS c ON c.node_id = p.r2
+), centre AS (
+    SELECT m.r1, m.r2, avg(x.x) AS cx, avg(x.y) AS cy
+    FROM members AS m JOIN coord AS x ON x.item_id = m.item_id GROUP BY m.r1, m.r2
+), own AS (
+    SELECT c.node_id, avg(x.x) AS cx, avg(x.y) AS cy
+    FROM cut AS c JOIN coord AS x ON x.item_id = c.item_id
+    WHERE c.node_id IN (SELECT r1 FROM pairs UNION SELECT r2 FROM pairs)
+    GROUP BY c.node_id
+), now_err AS (
+    SELECT c.node_id,
+           sum(o.n * sqrt(power(x.x - w.cx, 2) + power(x.y - w.cy, 2))) AS e
+    FROM cut AS c JOIN own AS w ON w.node_id = c.node_id
+    JOIN coord AS x ON x.item_id = c.item_id JOIN occ AS o ON o.item_id = c.item_id
+    GROUP BY c.node_id
+), merged AS (
+    SELECT m.r1, m.r2,
+           sum(o.n * sqrt(power(x.x - k.cx, 2) + power(x.y - k.cy, 2))) AS e
+    FROM members AS m JOIN centre AS k ON k.r1 = m.r1 AND k.r2 = m.r2
+    JOIN coord AS x ON x.item_id = m.item_id JOIN occ AS o ON o.item_id = m.item_id
+    GROUP BY m.r1, m.r2
+)
+SELECT g.r1, g.r2, g.e - a.e - b.e AS cost
+FROM merged AS g JOIN now_err AS a ON a.node_id = g.r1 JOIN now_err AS b ON b.node_id = g.r2
+
+-- name: km_graph_choose_merges
+-- Alg. 2 l.13-14 for every violating itemset at once: each proposes the cheapest merge of one
+-- of its parts with an adjacent part (ties: the smaller pair); of the distinct proposals the
+-- cheapest share :batch is applied (at least one), as in km_choose_merges.
+WITH proposals AS (
+    SELECT DISTINCT r1, r2, cost FROM (
+        SELECT c.r1, c.r2, c.cost,
+               row_number() OVER (PARTITION BY v.vid ORDER BY c.cost, c.r1, c.r2) AS rn
+        FROM vnodes AS v JOIN costs AS c ON c.r1 = v.node_id OR c.r2 = v.node_id
+    ) AS ranked
+    WHERE rn = 1
+), ordered AS (
+    SELECT r1, r2, row_number() OVER (ORDER BY cost, r1, r2) AS r, count(*) OVER () AS n
+    FROM proposals
+)
+SELECT r1, r2 FROM ordered
+WHERE r <= greatest(1, CAST(ceil(n * :batch) AS BIGINT))
+
+-- name: km_graph_components
+-- Chosen merges may chain (A-B, B-C): each part joins the smallest part id it is linked to.
+WITH RECURSIVE e AS (
+    SELECT r1 AS x, r2 AS y FROM chosen UNION SELECT r2, r1 FROM chosen
+), reach(x, y) AS (
+    SELECT x, y FROM e
+    UNION
+    SELECT r.x, e.y FROM reach AS r JOIN e ON e.x = r.y
+)
+SELECT x AS node_id, least(x, min(y)) AS new_id FROM reach GROUP BY x
+
+-- name: km_graph_apply_merges
+SELECT c.item_id, coalesce(m.new_id, c.node_id) AS node_id, c.leaf_id
+FROM cut AS c LEFT JOIN comp AS m ON m.node_id = c.node_id
+
+-- name: km_graph_figures
+-- NCP numerator (sum over occurrences of part size - 1), occurrences, generalized occurrences,
+-- published labels, number of items.
+WITH reg AS (SELECT node_id, count(*) AS size FROM cut GROUP BY node_id)
+SELECT sum(o.n * (r.size - 1)), sum(o.n), sum(CASE WHEN r.size > 1 THEN o.n ELSE 0 END),
+       count(DISTINCT c.node_id), (SELECT count(*) FROM cut)
+FROM cut AS c JOIN occ AS o ON o.item_id = c.item_id JOIN reg AS r ON r.node_id = c.node_id
+
+-- name: km_graph_geo_error
+-- The average geographic error of Sec. VI-C: sum over occurrences of the distance of the item
+-- to the centroid of its part, over the number of occurrences (the caller divides).
+WITH w AS (
+    SELECT c.node_id, avg(x.x) AS cx, avg(x.y) AS cy
+    FROM cut AS c JOIN coord AS x ON x.item_id = c.item_id GROUP BY c.node_id
+)
+SELECT sum(o.n * sqrt(power(x.x - w.cx, 2) + power(x.y - w.cy, 2)))
+FROM cut AS c JOIN w ON w.node_id = c.node_id
+JOIN coord AS x ON x.item_id = c.item_id JOIN occ AS o ON o.item_id = c.item_id
+
+-- name: km_graph_published_ids
+-- A part of one item keeps the item's label; a merged part is 'region:<label of its smallest
+-- item>+<number of other items>' (stable: the same part gives the same label on every backend).
+WITH reg AS (SELECT node_id, count(*) AS size FROM cut GROUP BY node_id)
+SELECT CAST(row_number() OVER (ORDER BY r.node_id) AS BIGINT) AS item_id, r.node_id,
+       CASE WHEN r.size = 1 THEN d.label
+            ELSE concat('region:', d.label, '+', CAST(r.size - 1 AS TEXT)) END AS label
+FROM reg AS r JOIN dict AS d ON d.item_id = r.node_id
+
+-- name: km_coord_values
+-- Coordinates file 'item<TAB>x<TAB>y' (after load_lines): one row per line, as text.
+SELECT pos, trim(split_part(line, :tab, 1)) AS label, trim(split_part(line, :tab, 2)) AS x,
+       trim(split_part(line, :tab, 3)) AS y, split_part(line, :tab, 4) AS rest
+FROM lines WHERE line IS NOT NULL AND trim(line) <> ''
+
+-- name: km_coord_missing
+SELECT d.label, count(*) OVER () FROM dict AS d
+WHERE d.label NOT IN (SELECT label FROM cvalues)
+ORDER BY d.item_id LIMIT 5
+
+-- name: km_coord_table
+SELECT d.item_id, CAST(min(v.x) AS DOUBLE PRECISION) AS x, CAST(min(v.y) AS DOUBLE PRECISION) AS y
+FROM dict AS d JOIN cvalues AS v ON v.label = d.label
+GROUP BY d.item_id
+
+-- name: km_coord_bad_lines
+-- Lines that are not 'item<TAB>x<TAB>y' with decimal numbers x and y, or repeat an item.
+SELECT pos, count(*) OVER () FROM cvalues
+WHERE label = '' OR rest <> ''
+   OR label IN (SELECT label FROM cvalues GROUP BY label HAVING count(*) > 1)
+   OR NOT x ~ '^[-+]?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'
+   OR NOT y ~ '^[-+]?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'
+ORDER BY pos LIMIT 5

@@ -138,3 +138,58 @@ def chi_square_uniform(counts: Counter[tuple[str, ...]],
     z = 3.719  # standard normal quantile of 1 - 1e-4
     critical = df * (1 - 2 / (9 * df) + z * sqrt(2 / (9 * df))) ** 3
     return statistic, critical
+
+
+def read_graph(path: Path) -> dict[str, set[str]]:
+    """Adjacency sets of a graph file ('a<TAB>b' or a lone 'a' per line)."""
+    adjacent: dict[str, set[str]] = {}
+    for line in path.read_text().splitlines():
+        ends = [x.strip() for x in line.split("\t") if x.strip()]
+        for x in ends:
+            adjacent.setdefault(x, set())
+        if len(ends) == 2:
+            adjacent[ends[0]].add(ends[1])
+            adjacent[ends[1]].add(ends[0])
+    return adjacent
+
+
+def parts_of(mapping: dict[str, str]) -> dict[str, set[str]]:
+    """Published label -> the original items mapped to it."""
+    parts: dict[str, set[str]] = {}
+    for item, label in mapping.items():
+        parts.setdefault(label, set()).add(item)
+    return parts
+
+
+def region_problems(mapping: dict[str, str], adjacent: dict[str, set[str]],
+                    order: list[str]) -> list[str]:
+    """Every part must be connected in the graph and labelled by its own item (one item) or
+    'region:<its first item in ``order``>+<other items>'."""
+    problems = []
+    for label, part in parts_of(mapping).items():
+        start = min(part, key=order.index)
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in adjacent[todo.pop()] & part - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        if seen != part:
+            problems.append(f"{label}: not connected ({sorted(part - seen)} unreachable)")
+        expected = start if len(part) == 1 else f"region:{start}+{len(part) - 1}"
+        if label != expected:
+            problems.append(f"{label}: expected label {expected}")
+    return problems
+
+
+def region_errors(original: list[frozenset[str]], mapping: dict[str, str],
+                  xy: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    """(NCP with parts as nodes, average distance to the part's mean point), per occurrence."""
+    parts = parts_of(mapping)
+    centre = {label: (sum(xy[i][0] for i in part) / len(part),
+                      sum(xy[i][1] for i in part) / len(part)) for label, part in parts.items()}
+    occurrences = [item for record in original for item in record]
+    n_items = len(mapping)
+    size = sum(len(parts[mapping[i]]) - 1 for i in occurrences)
+    dist = sum(sqrt((xy[i][0] - centre[mapping[i]][0]) ** 2
+                    + (xy[i][1] - centre[mapping[i]][1]) ** 2) for i in occurrences)
+    return size / ((n_items - 1) * len(occurrences)), dist / len(occurrences)

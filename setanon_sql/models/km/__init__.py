@@ -1,6 +1,7 @@
 """``--model km``: k^m-anonymity and σ-k^m-anonymity by generalization (Acs et al. 2015).
 
-Global recoding along a cut of an item hierarchy. Sizes with σ_ℓ = 1 (or ℓ <= --exact-upto)
+Global recoding along a cut of an item hierarchy, or by connected regions of an adjacency graph
+(``--graph``, :mod:`.graph`). Sizes with σ_ℓ = 1 (or ℓ <= --exact-upto)
 are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the others by uniform
 samples (:mod:`.sampled`). The controller keeps only the cut's version and small counts; every
 pass over the data is SQL.
@@ -11,12 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.models.base import Model
 from setanon_sql.models.km.exact import enforce_exact
 from setanon_sql.models.km.generalization import Generalization, resolve_hierarchy
+from setanon_sql.models.km.graph import AnyGeneralization, GraphGeneralization
+from setanon_sql.models.km.graphfile import load_coordinates, load_graph
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.params import (
     DEFAULT_BATCH,
@@ -30,27 +34,37 @@ from setanon_sql.models.km.sampled import enforce_sampled
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.target import target_attribute
 from setanon_sql.models.km.verify import verify_run
+from setanon_sql.names import staging_table
 from setanon_sql.runs import RunContext
+
+_SCORE = {"ncp": "ncp", "share": "generalized_share", "geo": "geo_error"}
 
 
 def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
-    """Find a hierarchy cut that makes the data (σ-)k^m-anonymous and publish it.
+    """Find a partition that makes the data (σ-)k^m-anonymous and publish it.
 
     With sampled sizes, ``--trials`` independent searches run and the least error wins
     (Sec. V-B, A^(r)); an all-exact search is deterministic and runs once.
     """
     chosen = parse_params(params)
     attribute = target_attribute(dataset, chosen.column)
-    hierarchy = resolve_hierarchy(backend, dataset, attribute, chosen.hierarchy)
     items = backend.table(dataset.items_table(attribute))
+    dictionary = backend.table(dataset.dict_table(attribute))
+    hierarchy = None if chosen.graph else resolve_hierarchy(backend, dataset, attribute,
+                                                            chosen.hierarchy)
     trials = chosen.trials if chosen.sampled else 1
-    best: tuple[float, Generalization, dict[str, Any]] | None = None
+    best: tuple[float, AnyGeneralization, dict[str, Any]] | None = None
     for trial in range(1, trials + 1):
-        gen = Generalization(backend, context, items, backend.table(dataset.dict_table(attribute)),
-                             hierarchy.hierarchy_id, prefix=f"t{trial}_")
+        gen: AnyGeneralization
+        if hierarchy is None:
+            gen = GraphGeneralization(backend, context, items, dictionary, str(chosen.graph),
+                                      chosen.coordinates, prefix=f"t{trial}_")
+        else:
+            gen = Generalization(backend, context, items, dictionary, hierarchy.hierarchy_id,
+                                 prefix=f"t{trial}_")
         figures = _search(gen, chosen, context.seed or 0, trial)
-        score = figures["ncp"] if chosen.error == "ncp" else figures["generalized_share"]
+        score = figures[_SCORE[chosen.error]]
         if best is None or score < best[0]:
             if best is not None:
                 best[1].drop_work_tables()
@@ -60,13 +74,37 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     assert best is not None
     _, gen, figures = best
     context.figures.update(figures)
-    context.figures["hierarchy"] = hierarchy.name
+    if hierarchy is not None:
+        context.figures["hierarchy"] = hierarchy.name
     context.figures["trials"] = trials
     gen.publish(attribute.attr_no)
     gen.drop_work_tables()
 
 
-def _search(gen: Generalization, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
+def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:
+    """Parameters, and the --graph / --coordinates files, before the run is recorded."""
+    chosen = parse_params(params)
+    attribute = target_attribute(dataset, chosen.column)
+    if not chosen.graph:
+        return
+    dictionary = backend.table(dataset.dict_table(attribute))
+    made: list[exp.Table] = []
+
+    def staging(purpose: str) -> exp.Table:
+        made.append(backend.table(staging_table(purpose)))
+        return made[-1]
+
+    try:
+        load_graph(backend, chosen.graph, dictionary, staging, staging("kmedge"))
+        if chosen.coordinates:
+            load_coordinates(backend, chosen.coordinates, dictionary, staging,
+                             staging("kmcoord"))
+    finally:
+        for table in made:
+            backend.drop_table(table)
+
+
+def _search(gen: AnyGeneralization, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
     """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled."""
     gen.prepare()
     kind = McmcSampler if chosen.sampler == "mcmc" else Sampler
@@ -117,8 +155,14 @@ OPTIONS = (
     click.Option(["--hierarchy"], default=None, type=click.Path(dir_okay=False),
                  help="item hierarchy file (leaf;parent;...;root); default: the loaded one"),
     click.Option(["--column"], default=None, help="the set-valued column to generalize"),
+    click.Option(["--graph"], default=None, type=click.Path(dir_okay=False),
+                 help="adjacency graph of the items (lines item<TAB>item): parts are connected "
+                      "regions merged only with adjacent ones, instead of a hierarchy cut"),
+    click.Option(["--coordinates"], default=None, type=click.Path(dir_okay=False),
+                 help="item coordinates (lines item<TAB>x<TAB>y) for --error geo"),
     click.Option(["--error"], type=click.Choice(ERRORS), default="ncp", show_default=True,
-                 help="error the greedy search minimizes: ncp, or share of occurrences "
+                 help="error the greedy search minimizes: ncp, geo (average distance to the "
+                      "region's centre; --graph, --coordinates) or share of occurrences "
                       "generalized"),
     click.Option(["--batch"], type=click.FloatRange(0, 1, min_open=True),
                  default=DEFAULT_BATCH, show_default=True,
@@ -135,4 +179,4 @@ OPTIONS = (
 )
 
 MODEL = Model("km", "k^m-anonymity and sigma-k^m-anonymity by generalization", OPTIONS,
-              anonymize, verify_run)
+              anonymize, verify_run, validate)

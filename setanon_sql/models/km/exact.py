@@ -16,16 +16,15 @@ from typing import Any
 
 from sqlglot import exp
 
-from setanon_sql.errors import UsageError
-from setanon_sql.models.km.generalization import Generalization
+from setanon_sql.models.km.graph import AnyGeneralization
 from setanon_sql.models.km.itemsets import itemset_nodes, violating_itemsets
 
 
-def _count(gen: Generalization, table: exp.Table) -> int:
+def _count(gen: AnyGeneralization, table: exp.Table) -> int:
     return int(gen.backend.scalar(exp.select(exp.func("count", exp.Star())).from_(table.copy())))
 
 
-def enforce_exact(gen: Generalization, ell: int, k: int, error: str,
+def enforce_exact(gen: AnyGeneralization, ell: int, k: int, error: str,
                   batch: float) -> list[dict[str, Any]]:
     """Generalize until every ℓ-itemset of <R, D> has support 0 or >= k; one entry per round."""
     backend = gen.backend
@@ -45,6 +44,4 @@ def enforce_exact(gen: Generalization, ell: int, k: int, error: str,
         backend.drop_table(vnodes)
         history.append({"size": ell, "violating_itemsets": found, "merges": merges})
         if not merges:
-            # Only the root is left to violate: fewer than k records hold any item at all.
-            raise UsageError(f"--k {k}: fewer than {k} records of the dataset hold an item, so "
-                             "no generalization can make them k-anonymous; choose a smaller k")
+            raise gen.no_merge_error(k)

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Attribute, Dataset
-from setanon_sql.errors import InputError
+from setanon_sql.errors import InputError, UsageError
 from setanon_sql.io.hierarchy import Hierarchy, find_hierarchy, get_hierarchy, hierarchy_name
 from setanon_sql.io.hierarchy import load_hierarchy as store_hierarchy
 from setanon_sql.runs import RunContext
@@ -38,6 +38,12 @@ def resolve_hierarchy(backend: Backend, dataset: Dataset, attribute: Attribute,
         f"the hierarchy {existing.source}; replace it with 'setanon load hierarchy {path} "
         f"--name {dataset.name} --column {attribute.name} --replace' or drop --hierarchy"
     )
+
+
+def too_few_records(k: int) -> UsageError:
+    """The error when everything is merged and itemsets still violate k."""
+    return UsageError(f"--k {k}: fewer than {k} records of the dataset hold an item, so no "
+                      "generalization can make them k-anonymous; choose a smaller k")
 
 
 @dataclass
@@ -108,6 +114,10 @@ class Generalization:
         b.drop_table(costs)
         b.drop_table(chosen)
         return merges
+
+    def no_merge_error(self, k: int) -> UsageError:
+        """Why a round found nothing to merge: only the root is left to violate."""
+        return too_few_records(k)
 
     def figures(self) -> dict[str, float | int]:
         """Utility of the current cut: NCP, generalized share, published labels."""

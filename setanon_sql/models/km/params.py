@@ -11,7 +11,7 @@ from typing import Any
 
 from setanon_sql.errors import UsageError
 
-ERRORS = ("ncp", "share")
+ERRORS = ("ncp", "geo", "share")
 SAMPLERS = ("exact", "mcmc")
 DEFAULT_BATCH = 0.25
 DEFAULT_SAMPLER = "exact"
@@ -31,6 +31,8 @@ class KmParams:
     exact_upto: int
     batch: float
     sampler: str = DEFAULT_SAMPLER
+    graph: str | None = None
+    coordinates: str | None = None
 
     def exact_at(self, ell: int) -> bool:
         """Whether itemsets of size ``ell`` are checked by enumeration (σ_ℓ = 1 or ℓ ≤ ℓ0)."""
@@ -86,5 +88,12 @@ def parse_params(params: dict[str, Any]) -> KmParams:
     sampler = params.get("sampler") or DEFAULT_SAMPLER
     if sampler not in SAMPLERS:
         raise UsageError(f"--sampler {sampler!r} is not one of {', '.join(SAMPLERS)}")
+    graph, coordinates = params.get("graph"), params.get("coordinates")
+    if graph and params.get("hierarchy"):
+        raise UsageError("--graph and --hierarchy both constrain the partition: give one")
+    if error == "geo" and not (graph and coordinates):
+        raise UsageError("--error geo needs --graph FILE and --coordinates FILE (item<TAB>x<TAB>y)")
+    if coordinates and not graph:
+        raise UsageError("--coordinates is used with --graph (the geographic error of regions)")
     return KmParams(m, k, sigma, error, params.get("hierarchy"), params.get("column"), trials,
-                    exact_upto, float(batch), sampler)
+                    exact_upto, float(batch), sampler, graph, coordinates)

@@ -14,14 +14,13 @@ from typing import Any
 
 from sqlglot import exp
 
-from setanon_sql.errors import UsageError
-from setanon_sql.models.km.generalization import Generalization
+from setanon_sql.models.km.graph import AnyGeneralization
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
 
 
-def enforce_sampled(gen: Generalization, sampler: Sampler | McmcSampler, ell: int, k: int,
+def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell: int, k: int,
                     sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
     """Generalize until γ(σ) fresh samples of size ℓ are all k-anonymous; one entry per round."""
     b = gen.backend
@@ -53,7 +52,6 @@ def enforce_sampled(gen: Generalization, sampler: Sampler | McmcSampler, ell: in
                         "merges": merges})
         fresh = False
         if not merges:
-            raise UsageError(f"--k {k}: fewer than {k} records of the dataset hold an item, so "
-                             "no generalization can make them k-anonymous; choose a smaller k")
+            raise gen.no_merge_error(k)
     b.drop_table(pool)
     return history
