@@ -2,10 +2,11 @@
 
 A sweep draws, for ℓ = 1..m in turn, n_S = ⌈ln(1/δ)/(2ε²)⌉ adversaries of ℓ items (l.6-7),
 finds the rules Q -> e, e ∈ E_u, with conf_{D'} > ρ among them (l.8) and suppresses for them
-as SUPPRESSOR does (l.11-15, one pass: rules that share a record with a rule of higher F are
-left for the samples of a later sweep). The loop ends at the first sweep in which every sample
-of every ℓ is safe (l.4-5, 9-10): by Theorem 7, Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. Every
-sweep and ℓ draws fresh samples, reproducible from the seed.
+as SUPPRESSOR does (l.11-15): passes over the rules that touch disjoint records, each followed
+by the re-check of l.12 (fresh supports), until no rule of R_S is above ρ. The loop ends at
+the first sweep in which every sample of every ℓ is safe (l.4-5, 9-10): by Theorem 7,
+Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. Every sweep and ℓ draws fresh samples, reproducible from
+the seed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from setanon_sql.models.prho.adversaries import (
 )
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
+from setanon_sql.models.prho.recheck import still_unsafe
 from setanon_sql.models.prho.rules import fresh, suppress
 from setanon_sql.runs import RunContext
 
@@ -53,18 +55,28 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             n_unsafe = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
             entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}
             if n_unsafe:
-                safe, step = False, step + 1
+                safe = False
                 rules = fresh(backend, table, "rules")
                 backend.materialize(rules, rules_query(unsafe, hits, ell, m))
-                following = fresh(backend, table, f"cur{step % 2}")
-                entry["rules"] = int(backend.scalar("prho_count_rows", tables={"t": rules}))
-                entry["suppressed"] = suppress(backend, table, cur, istat0, rules, m + 1,
-                                               chosen.rho, seed, step, following,
-                                               chosen.choice)
+                entry["rules"] = left = int(backend.scalar("prho_count_rows",
+                                                           tables={"t": rules}))
+                entry["suppressed"] = entry["passes"] = 0
+                while left:
+                    step += 1
+                    following = fresh(backend, table, f"cur{step % 2}")
+                    entry["suppressed"] += suppress(backend, table, cur, istat0, rules, m + 1,
+                                                    chosen.rho, seed, step, following,
+                                                    chosen.choice)
+                    entry["passes"] += 1
+                    if cur is not base:
+                        backend.drop_table(cur)
+                    cur = following
+                    again = fresh(backend, table, f"rules{step % 2}")
+                    left = still_unsafe(backend, table, rules, cur, istat0, m + 1, chosen.rho,
+                                        again)
+                    backend.drop_table(rules)
+                    rules = again
                 backend.drop_table(rules)
-                if cur is not base:
-                    backend.drop_table(cur)
-                cur = following
             for work in (samp, hits, unsafe):
                 backend.drop_table(work)
             entry["seconds"] = round(time.perf_counter() - started, 3)
