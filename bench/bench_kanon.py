@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import re
 import resource
 import sys
 import tempfile
@@ -62,6 +63,20 @@ def database(backend: str, workdir: Path) -> Iterator[str]:
         yield url
 
 
+def profile(log: list[tuple[str, float]]) -> str:
+    """Seconds per working table (CREATE TABLE r<run>_<purpose>_<version>) or other statement."""
+    totals: dict[str, list[float]] = {}
+    for sql, seconds in log:
+        found = re.search(r'CREATE TABLE (?:"[^"]+"\.)*"r[0-9]+_([a-z0-9_]+?)(?:_[0-9]+)?"', sql)
+        key = found.group(1) if found else " ".join(sql.split())[:70]
+        entry = totals.setdefault(key, [0.0, 0])
+        entry[0] += seconds
+        entry[1] += 1
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])
+    return "\n".join(f"#   {seconds:8.2f} s {int(calls):4d}x  {key}"
+                     for key, (seconds, calls) in ranked[:15])
+
+
 def fit_exponent(points: list[tuple[int, float]]) -> float | None:
     """Least-squares slope of log(time) over log(n)."""
     if len(points) < 2:
@@ -83,6 +98,8 @@ def main() -> None:
     parser.add_argument("--suppress-budget", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--profile", action="store_true",
+                        help="print seconds per statement kind and per iteration")
     args = parser.parse_args()
     timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
     print("backend | records | QI | k | generate s | anonymize s | NCP | disclosed share "
@@ -99,6 +116,7 @@ def main() -> None:
                         params = {"k": k, "beta": args.beta,
                                   "suppress_budget": args.suppress_budget,
                                   "qi": PATTERNS[pattern]}
+                        db.statement_log = [] if args.profile else None
                         tracemalloc.start()
                         started = time.perf_counter()
                         run_id = api.anonymize(db, dataset, MODEL, params, args.seed)
@@ -115,6 +133,12 @@ def main() -> None:
                               f"{figures['records_deleted']:,} | {figures['classes']['count']:,}"
                               f" | {figures['iterations']} | {peak / 2**20:.1f} | {rss:.0f}",
                               flush=True)
+                        if args.profile:
+                            print(profile(db.statement_log or []))
+                            print("#   iterations: " + ", ".join(
+                                f"{h['attribute']}{'*' if h.get('frozen') else ''} "
+                                f"{h.get('seconds', 0):.1f}" for h in figures["history"]))
+                            db.statement_log = None
                         for table in db.table_names(f"r{run_id}_"):
                             db.drop_table(db.table(table))
         finally:

@@ -15,6 +15,32 @@
 -- name: kanon_class_sizes
 SELECT cls, count(*) AS n FROM state GROUP BY cls
 
+-- name: kanon_changed
+-- The classes a step changed: the ones that split (they keep their pool, or vanish) and the new.
+SELECT cls FROM moves UNION SELECT new_cls FROM moves
+
+-- name: kanon_class_sizes_update
+-- Sizes recounted for the changed classes only; the others keep theirs.
+SELECT c.cls, c.n FROM cs AS c
+WHERE NOT EXISTS (SELECT 1 FROM changed AS x WHERE x.cls = c.cls)
+UNION ALL
+SELECT s.cls, count(*) AS n FROM state AS s JOIN changed AS x ON x.cls = s.cls GROUP BY s.cls
+
+-- name: kanon_fresh_add
+-- fresh(cls): the classes a QI's next step must look at. A class that a step of the QI left
+-- unsplit gives the same answer until another QI's step changes it (for a set-valued QI also
+-- under a smaller budget: a pool refused once never fits again), so only changed classes are
+-- added; the QI's own step replaces its list by kanon_changed.
+SELECT cls FROM fresh UNION SELECT cls FROM changed
+
+-- name: kanon_fresh_state
+-- The records of the fresh classes: what a step ranks, counts and splits.
+SELECT s.record_id, s.cls FROM state AS s JOIN fresh AS f ON f.cls = s.cls
+
+-- name: kanon_fresh_covers
+-- How many live classes are fresh (all of them: the step reads the whole state).
+SELECT count(*) FROM cs AS c JOIN fresh AS f ON f.cls = c.cls
+
 -- name: kanon_count
 SELECT count(*) FROM t
 
@@ -48,11 +74,16 @@ SELECT cls, v AS split, nxt,
 FROM b WHERE rn = 1
 
 -- name: kanon_numeric_state
+-- Records of classes that did not split are copied; only the split classes' records are joined
+-- with their values (the later iterations split few classes).
+SELECT s.record_id, s.cls FROM state AS s
+WHERE NOT EXISTS (SELECT 1 FROM moves AS m WHERE m.cls = s.cls)
+UNION ALL
 SELECT s.record_id,
        CASE WHEN x.v > m.split THEN m.new_cls ELSE s.cls END AS cls
 FROM state AS s
+JOIN moves AS m ON m.cls = s.cls
 JOIN val AS x ON x.record_id = s.record_id
-LEFT JOIN moves AS m ON m.cls = s.cls
 
 -- name: kanon_numeric_bounds
 SELECT b.cls, b.lo, coalesce(m.split, b.hi) AS hi
@@ -88,11 +119,16 @@ FROM g JOIN d ON d.cls = g.cls
 WHERE g.m >= :k AND (d.pool = 0 OR d.pool >= :k)
 
 -- name: kanon_category_state
+-- As kanon_numeric_state: only the records of classes that split are looked at.
+SELECT s.record_id, s.cls FROM state AS s
+WHERE NOT EXISTS (SELECT 1 FROM moves AS m WHERE m.cls = s.cls)
+UNION ALL
 SELECT s.record_id, coalesce(m.new_cls, s.cls) AS cls
 FROM state AS s
 JOIN val AS x ON x.record_id = s.record_id
 LEFT JOIN leaves AS l ON l.cls = s.cls AND l.leaf = x.v
 LEFT JOIN moves AS m ON m.cls = l.cls AND m.child = l.child
+WHERE EXISTS (SELECT 1 FROM moves AS c WHERE c.cls = s.cls)
 
 -- name: kanon_category_gen
 SELECT g.cls, g.node FROM gen AS g WHERE g.cls IN (SELECT cls FROM cs)
@@ -115,15 +151,21 @@ SELECT d.cls, d.item_id FROM disc AS d WHERE d.cls IN (SELECT cls FROM cs)
 UNION ALL
 SELECT m.new_cls, d.item_id FROM moves AS m JOIN disc AS d ON d.cls = m.cls
 
+-- name: kanon_set_record_items
+-- held(record_id, cls, item_id): the items of the records a step looks at, joined once for
+-- kanon_set_rank and kanon_set_picks. Picks join it with the ranking on both keys at once:
+-- given items, state and rank in one join, DuckDB paired every record with its class's whole
+-- ranking first (18M rows at 1M records; the pairs grow faster than n as classes grow).
+SELECT i.record_id, s.cls, i.item_id
+FROM items AS i JOIN state AS s ON s.record_id = i.record_id
+
 -- name: kanon_set_rank
 -- §3.2: in-class ranking of the not yet disclosed items by f(alpha) (eq. 1), pruned below
 -- theta = max(beta |c|, k) (eq. 2); ties go to the smaller item id.
 SELECT fr.cls, fr.item_id,
        row_number() OVER (PARTITION BY fr.cls ORDER BY fr.f DESC, fr.item_id) AS rnk
 FROM (
-    SELECT s.cls, i.item_id, count(*) AS f
-    FROM items AS i JOIN state AS s ON s.record_id = i.record_id
-    GROUP BY s.cls, i.item_id
+    SELECT h.cls, h.item_id, count(*) AS f FROM held AS h GROUP BY h.cls, h.item_id
 ) AS fr
 JOIN cs AS c ON c.cls = fr.cls
 LEFT JOIN disc AS d ON d.cls = fr.cls AND d.item_id = fr.item_id
@@ -131,11 +173,10 @@ WHERE d.cls IS NULL AND fr.f >= greatest(:beta * c.n, :k)
 
 -- name: kanon_set_picks
 -- §3.3 eq. 3: every record picks its best-ranked item of R ∩ t.A (records without one pick none).
-SELECT i.record_id, s.cls, min(r.rnk) AS rnk
-FROM items AS i
-JOIN state AS s ON s.record_id = i.record_id
-JOIN rank AS r ON r.cls = s.cls AND r.item_id = i.item_id
-GROUP BY i.record_id, s.cls
+SELECT c.record_id, c.cls, min(r.rnk) AS rnk
+FROM held AS c
+JOIN rank AS r ON r.cls = c.cls AND r.item_id = c.item_id
+GROUP BY c.record_id, c.cls
 
 -- name: kanon_set_groups
 SELECT cls, rnk, count(*) AS m FROM picks GROUP BY cls, rnk
@@ -172,12 +213,17 @@ WHERE g.m >= :k
 SELECT coalesce(sum(pool), 0) FROM decide WHERE del = 1
 
 -- name: kanon_set_state
+-- Classes that do not split are copied; the records of a splitting class move to their pick's
+-- subclass, or stay in the pool, or are deleted with it (del = 1).
+SELECT s.record_id, s.cls FROM state AS s
+WHERE NOT EXISTS (SELECT 1 FROM decide AS d WHERE d.cls = s.cls)
+UNION ALL
 SELECT s.record_id, coalesce(m.new_cls, s.cls) AS cls
 FROM state AS s
+JOIN decide AS d ON d.cls = s.cls
 LEFT JOIN picks AS p ON p.record_id = s.record_id
 LEFT JOIN moves AS m ON m.cls = p.cls AND m.rnk = p.rnk
-LEFT JOIN decide AS d ON d.cls = s.cls
-WHERE m.new_cls IS NOT NULL OR d.del IS NULL OR d.del = 0
+WHERE m.new_cls IS NOT NULL OR d.del = 0
 
 -- name: kanon_set_disc
 SELECT d.cls, d.item_id FROM disc AS d WHERE d.cls IN (SELECT cls FROM cs)

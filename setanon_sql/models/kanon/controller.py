@@ -8,6 +8,7 @@ would not fit a flat controller memory).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,8 @@ def _initialize(work: Work, dataset: Dataset, plan: Plan) -> dict[int, Loss]:
     work.build("cs", "kanon_class_sizes", tables={"state": work["state"]})
     losses: dict[int, Loss] = {}
     for qi in plan.qis:
+        work.build(f"f{qi.no}", exp.select(
+            exp.cast(exp.Literal.number(1), exp.DataType.build("BIGINT")).as_("cls")))
         if qi.kind == "numeric":
             lo, hi = init_numeric(work, dataset, qi)
             losses[qi.no] = Loss(float(hi - lo))
@@ -99,9 +102,23 @@ def ncp(work: Work, qi: QI, loss: Loss, live: int) -> float:
     return class_loss(work, qi) / (live * loss.per_record)
 
 
+def scope(work: Work, qi: QI) -> exp.Table:
+    """The records a step of ``qi`` must look at: those of its fresh classes (see
+    kanon_fresh_add), or the whole state when every live class is fresh."""
+    fresh = work[f"f{qi.no}"]
+    covered = int(work.backend.scalar("kanon_fresh_covers", tables={"cs": work["cs"],
+                                                                     "fresh": fresh}))
+    if covered == work.count("cs"):
+        return work["state"]
+    return work.build("fs", "kanon_fresh_state", tables={"state": work["state"], "fresh": fresh})
+
+
 def _refresh(work: Work, plan: Plan, chosen: QI, moves: exp.Table) -> None:
-    """Class sizes, and the class-level tables of every QI for the classes a step created."""
-    work.build("cs", "kanon_class_sizes", tables={"state": work["state"]})
+    """Class sizes, the class-level tables of every QI for the classes a step created, and
+    every QI's fresh classes."""
+    changed = work.build("changed", "kanon_changed", tables={"moves": moves})
+    work.build("cs", "kanon_class_sizes_update", tables={
+        "cs": work["cs"], "state": work["state"], "changed": changed})
     cs = work["cs"]
     for qi in plan.qis:
         if qi.kind == "numeric":
@@ -117,8 +134,13 @@ def _refresh(work: Work, plan: Plan, chosen: QI, moves: exp.Table) -> None:
             name = f"d{qi.no}"
             statement = "kanon_set_disc" if qi is chosen else "kanon_copy_disc"
             work.build(name, statement, tables={"disc": work[name], "moves": moves, "cs": cs})
-    work.drop("moves")
-    work.drop("leaves")
+        fresh = f"f{qi.no}"
+        if qi is chosen:
+            work.build(fresh, exp.select("cls").from_(changed))
+        else:
+            work.build(fresh, "kanon_fresh_add", tables={"fresh": work[fresh], "changed": changed})
+    for purpose in ("moves", "leaves", "changed", "fs"):
+        work.drop(purpose)
 
 
 def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
@@ -130,6 +152,7 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
     active = list(plan.qis)  # QI*
     result = Anonymization(plan, work, losses, live, totals)
     while active:  # l.2
+        started = time.perf_counter()
         scores = {qi.no: ncp(work, qi, losses[qi.no], live) for qi in active}
         chosen = max(active, key=lambda qi: scores[qi.no])  # l.4: first of the largest NCP
         entry: dict[str, Any] = {"attribute": chosen.name, "ncp": round(scores[chosen.no], 6)}
@@ -139,17 +162,20 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
             entry["frozen"] = True
             continue
         deleted = 0
+        records = scope(work, chosen)
         if chosen.kind == "numeric":
-            moves = numeric_step(work, chosen, plan.k, max_cls)  # l.5
+            moves = numeric_step(work, chosen, plan.k, max_cls, records)  # l.5
         elif chosen.kind == "category":
-            moves = category_step(work, chosen, plan.k, max_cls)
+            moves = category_step(work, chosen, plan.k, max_cls, records)
         else:
-            step = set_step(work, dataset, chosen, plan.k, plan.beta, budget, max_cls)
+            step = set_step(work, dataset, chosen, plan.k, plan.beta, budget, max_cls, records)
             moves, deleted = step.moves, step.deleted
         if moves is None:  # l.6-8: no class could be specialized without breaking k-anonymity
             active.remove(chosen)
             entry["frozen"] = True
             work.drop("leaves")
+            work.drop("fs")
+            entry["seconds"] = round(time.perf_counter() - started, 3)
             continue
         created = work.count("moves")
         entry["new_classes"] = created
@@ -163,5 +189,6 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
                     losses[qi.no].occurrences = int(backend.scalar("kanon_occurrences", tables={
                         "items": items_table(work, dataset, qi), "state": work["state"]}))
         _refresh(work, plan, chosen, moves)
+        entry["seconds"] = round(time.perf_counter() - started, 3)
     result.live = live
     return result

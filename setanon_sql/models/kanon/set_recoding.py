@@ -4,7 +4,7 @@ Every class ranks its not yet disclosed items by in-class frequency f(alpha) (eq
 below theta = max(beta |c|, k) (eq. 2); every record picks its best-ranked item (eq. 3); picks
 held by >= k records become subclasses that disclose the item; the rest of the class (the pool)
 stays, is deleted within the budget when it has 1..k-1 records, or else blocks the class's split.
-Five statements over all classes, whatever their number.
+Six statements over all (fresh) classes, whatever their number.
 """
 
 from __future__ import annotations
@@ -37,13 +37,15 @@ def init_set(work: Work, dataset: Dataset, qi: QI) -> None:
 
 
 def set_step(work: Work, dataset: Dataset, qi: QI, k: int, beta: float, budget: int,
-             next_cls: int) -> SetStep:
-    """Rank, pick and split every class once; ``budget`` is how many records may still go."""
+             next_cls: int, records: exp.Table) -> SetStep:
+    """Rank, pick and split every class of ``records`` (the fresh ones) once; ``budget`` is how
+    many records may still go."""
     items, state, cs = items_table(work, dataset, qi), work["state"], work["cs"]
+    held = work.build("held", "kanon_set_record_items", tables={"items": items, "state": records})
     rank = work.build("rank", "kanon_set_rank", {"beta": beta, "k": k},
-                      {"items": items, "state": state, "cs": cs, "disc": work[f"d{qi.no}"]})
-    picks = work.build("picks", "kanon_set_picks",
-                       tables={"items": items, "state": state, "rank": rank})
+                      {"held": held, "cs": cs, "disc": work[f"d{qi.no}"]})
+    picks = work.build("picks", "kanon_set_picks", tables={"held": held, "rank": rank})
+    work.drop("held")
     groups = work.build("groups", "kanon_set_groups", tables={"picks": picks})
     decide = work.build("decide", "kanon_set_decide", {"k": k, "budget": budget},
                         {"groups": groups, "cs": cs})

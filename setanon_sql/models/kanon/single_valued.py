@@ -86,11 +86,13 @@ def init_category(work: Work, dataset: Dataset, qi: QI, has_nulls: bool) -> int:
     return int(backend.scalar(exp.select("n_leaves").from_(work[n]).where("node = 0")))
 
 
-def numeric_step(work: Work, qi: QI, k: int, next_cls: int) -> exp.Table | None:
-    """Split every class's interval; returns the moves (cls -> new_cls) or None if none split."""
+def numeric_step(work: Work, qi: QI, k: int, next_cls: int,
+                 records: exp.Table) -> exp.Table | None:
+    """Split every class's interval (the classes of ``records``, the fresh ones); returns the
+    moves (cls -> new_cls) or None if none split."""
     val, bounds = work[f"v{qi.no}"], f"b{qi.no}"
     moves = work.build("moves", "kanon_numeric_moves", {"k": k, "next_cls": next_cls},
-                       {"state": work["state"], "val": val})
+                       {"state": records, "val": val})
     if work.count("moves") == 0:
         return None
     work.build("state", "kanon_numeric_state", tables={"state": work["state"], "val": val,
@@ -99,11 +101,13 @@ def numeric_step(work: Work, qi: QI, k: int, next_cls: int) -> exp.Table | None:
     return moves
 
 
-def category_step(work: Work, qi: QI, k: int, next_cls: int) -> exp.Table | None:
-    """Descend one hierarchy level in every class; returns the moves or None if none moved."""
+def category_step(work: Work, qi: QI, k: int, next_cls: int,
+                  records: exp.Table) -> exp.Table | None:
+    """Descend one hierarchy level in every class (of ``records``); returns the moves or None
+    if none moved."""
     val, gen = work[f"v{qi.no}"], f"g{qi.no}"
     leaves = work.build("leaves", "kanon_category_leaves", tables={
-        "state": work["state"], "val": val, "gen": work[gen], "nodes": work[f"n{qi.no}"],
+        "state": records, "val": val, "gen": work[gen], "nodes": work[f"n{qi.no}"],
         "anc": work[f"a{qi.no}"]})
     moves = work.build("moves", "kanon_category_moves", {"k": k, "next_cls": next_cls},
                        {"leaves": leaves})
