@@ -69,7 +69,7 @@ def test_sampled_km_with_mcmc_meets_sigma(db: Backend, tmp_path: Path, seed: int
     k, sigma = 3, 0.85
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
                                              sigma=str(sigma), sampler="mcmc",
-                                             exact_upto=seed % 2)
+                                             exact_upto=seed % 2, mcmc_min_steps=16 * seed)
     original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
     mapping = km_oracle.read_mapping(mapping_file)
     for ell in (1, 2):
@@ -78,5 +78,5 @@ def test_sampled_km_with_mcmc_meets_sigma(db: Backend, tmp_path: Path, seed: int
     assert km_oracle.cut_problems(mapping, km_oracle.read_hierarchy(hierarchy)) == []
     assert km_oracle.generalization_problems(original, published, mapping) == []
     assert run.figures["sampler"] == "mcmc"
-    assert all(c["converged"] for c in run.figures["mcmc_chains"])
+    assert all(c["converged"] and c["steps"] >= 16 * seed for c in run.figures["mcmc_chains"])
     assert api.verify(db, dataset, run).ok

@@ -24,6 +24,7 @@ from setanon_sql.models.km.graphfile import load_coordinates, load_graph
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.params import (
     DEFAULT_BATCH,
+    DEFAULT_MCMC_MIN_STEPS,
     DEFAULT_SAMPLER,
     ERRORS,
     SAMPLERS,
@@ -107,8 +108,12 @@ def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None
 def _search(gen: AnyGeneralization, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
     """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled."""
     gen.prepare()
-    kind = McmcSampler if chosen.sampler == "mcmc" else Sampler
-    sampler = kind(gen.backend, gen.items, gen.table, seed, stream=trial)
+    sampler: Sampler | McmcSampler
+    if chosen.sampler == "mcmc":
+        sampler = McmcSampler(gen.backend, gen.items, gen.table, seed, stream=trial,
+                              first_check=chosen.mcmc_min_steps)
+    else:
+        sampler = Sampler(gen.backend, gen.items, gen.table, seed, stream=trial)
     history: list[dict[str, Any]] = []
     for ell in range(1, chosen.m + 1):
         k = chosen.k[ell - 1]
@@ -174,6 +179,10 @@ OPTIONS = (
                  show_default=True,
                  help="how sampled sizes draw itemsets: exact (rejection, exactly uniform) or "
                       "mcmc (Metropolis-Hastings of Alg. 1, Geweke-checked)"),
+    click.Option(["--mcmc-min-steps", "mcmc_min_steps"], type=click.IntRange(min=1),
+                 default=DEFAULT_MCMC_MIN_STEPS, show_default=True,
+                 help="--sampler mcmc: steps every chain makes before the Geweke test is first "
+                      "applied (a floor on burn-in; the test then doubles the steps)"),
     click.Option(["--exact-upto", "exact_upto"], type=int, default=0, show_default=True,
                  help="enumerate itemsets exactly up to this size, sample above it"),
 )

@@ -15,6 +15,7 @@ ERRORS = ("ncp", "geo", "share")
 SAMPLERS = ("exact", "mcmc")
 DEFAULT_BATCH = 0.25
 DEFAULT_SAMPLER = "exact"
+DEFAULT_MCMC_MIN_STEPS = 16
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class KmParams:
     sampler: str = DEFAULT_SAMPLER
     graph: str | None = None
     coordinates: str | None = None
+    mcmc_min_steps: int = DEFAULT_MCMC_MIN_STEPS
 
     def exact_at(self, ell: int) -> bool:
         """Whether itemsets of size ``ell`` are checked by enumeration (σ_ℓ = 1 or ℓ ≤ ℓ0)."""
@@ -95,5 +97,9 @@ def parse_params(params: dict[str, Any]) -> KmParams:
         raise UsageError("--error geo needs --graph FILE and --coordinates FILE (item<TAB>x<TAB>y)")
     if coordinates and not graph:
         raise UsageError("--coordinates is used with --graph (the geographic error of regions)")
+    min_steps = params.get("mcmc_min_steps")
+    min_steps = DEFAULT_MCMC_MIN_STEPS if min_steps is None else min_steps
+    if not isinstance(min_steps, int) or isinstance(min_steps, bool) or min_steps < 1:
+        raise UsageError(f"--mcmc-min-steps {min_steps!r}: give a number of MCMC steps >= 1")
     return KmParams(m, k, sigma, error, params.get("hierarchy"), params.get("column"), trials,
-                    exact_upto, float(batch), sampler, graph, coordinates)
+                    exact_upto, float(batch), sampler, graph, coordinates, min_steps)
