@@ -51,6 +51,9 @@ SELECT coalesce(max(cls), 0) FROM cs
 -- Item occurrences of the live records (the denominator of a set-valued attribute's NCP).
 SELECT count(*) FROM items AS i JOIN state AS s ON s.record_id = i.record_id
 
+-- name: kanon_occurrences_of
+SELECT count(*) FROM items AS i JOIN gone AS g ON g.record_id = i.record_id
+
 -- name: kanon_numeric_moves
 -- Split every class's interval in two at the value that balances the halves best, among the
 -- values that leave >= k records on both sides (Alg. 1 l.5 for a numeric QI, with the l.6-7
@@ -211,6 +214,16 @@ WHERE g.m >= :k
 
 -- name: kanon_set_deleted
 SELECT coalesce(sum(pool), 0) FROM decide WHERE del = 1
+
+-- name: kanon_set_gone
+-- The records a step deletes (the pool of a class with del = 1): their item occurrences leave
+-- the NCP denominators (kanon_occurrences_of), without a join of all items with the state.
+SELECT s.record_id
+FROM state AS s
+JOIN decide AS d ON d.cls = s.cls
+LEFT JOIN picks AS p ON p.record_id = s.record_id
+LEFT JOIN moves AS m ON m.cls = p.cls AND m.rnk = p.rnk
+WHERE d.del = 1 AND m.new_cls IS NULL
 
 -- name: kanon_set_state
 -- Classes that do not split are copied; the records of a splitting class move to their pick's

@@ -186,8 +186,10 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
             live -= deleted
             for qi in plan.qis:
                 if qi.kind == "set":
-                    losses[qi.no].occurrences = int(backend.scalar("kanon_occurrences", tables={
-                        "items": items_table(work, dataset, qi), "state": work["state"]}))
+                    losses[qi.no].occurrences -= int(backend.scalar(
+                        "kanon_occurrences_of",
+                        tables={"items": items_table(work, dataset, qi), "gone": work["gone"]}))
+            work.drop("gone")
         _refresh(work, plan, chosen, moves)
         entry["seconds"] = round(time.perf_counter() - started, 3)
     result.live = live

@@ -39,7 +39,7 @@ def init_set(work: Work, dataset: Dataset, qi: QI) -> None:
 def set_step(work: Work, dataset: Dataset, qi: QI, k: int, beta: float, budget: int,
              next_cls: int, records: exp.Table) -> SetStep:
     """Rank, pick and split every class of ``records`` (the fresh ones) once; ``budget`` is how
-    many records may still go."""
+    many records may still go. Records deleted are left in the working table ``gone``."""
     items, state, cs = items_table(work, dataset, qi), work["state"], work["cs"]
     held = work.build("held", "kanon_set_record_items", tables={"items": items, "state": records})
     rank = work.build("rank", "kanon_set_rank", {"beta": beta, "k": k},
@@ -56,6 +56,9 @@ def set_step(work: Work, dataset: Dataset, qi: QI, k: int, beta: float, budget: 
             work.drop(purpose)
         return SetStep(None, 0)
     deleted = int(work.backend.scalar("kanon_set_deleted", tables={"decide": decide}))
+    if deleted:
+        work.build("gone", "kanon_set_gone", tables={
+            "state": state, "picks": picks, "moves": moves, "decide": decide})
     work.build("state", "kanon_set_state", tables={
         "state": state, "picks": picks, "moves": moves, "decide": decide})
     for purpose in ("rank", "picks", "groups", "decide"):
