@@ -22,6 +22,7 @@ adversaries per ℓ for SAMPLESUPPRESSOR; besides ``setanon verify``.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import sys
@@ -48,18 +49,19 @@ def cutoff(source: Path, target: Path, longest: int) -> Path:
 
 
 def risky_rules(records: oracle.Records, rho: Fraction
-                ) -> tuple[list[tuple[frozenset[str], str]], dict[frozenset[str], list[int]]]:
-    """Rules Q -> e of D with conf > ρ, and the records containing each antecedent Q."""
+                ) -> tuple[list[tuple[frozenset[str], str, int]], dict[frozenset[str], list[int]]]:
+    """Rules Q -> e of D with conf > ρ and N_s(e) (eq. 7), and the records holding each Q."""
     counts: Counter[frozenset[str]] = Counter()
     for record in records:
         for size in range(1, len(record) + 1):
             counts.update(frozenset(c) for c in combinations(sorted(record), size))
-    rules = [(itemset - {e}, e) for itemset, sx in counts.items() if len(itemset) >= 2
+    rules = [(itemset - {e}, e, math.ceil(sx - rho * counts[itemset - {e}]))
+             for itemset, sx in counts.items() if len(itemset) >= 2
              for e in itemset if sx > rho * counts[itemset - {e}]]
-    wanted = {q for q, _ in rules}
+    wanted = {q for q, _, _ in rules}
     holders: dict[frozenset[str], list[int]] = {q: [] for q in wanted}
     for u, record in enumerate(records):
-        for size in range(1, len(record)):
+        for size in range(1, len(record) + 1):
             for c in combinations(sorted(record), size):
                 key = frozenset(c)
                 if key in holders:
@@ -73,26 +75,29 @@ def sensitivity_table(label: str, source: Path, settings: list[str], fraction: f
     records = oracle.read_fimi(source)
     rules, holders = risky_rules(records, rho)
     bands = Counter("1" if len(holders[q]) == 1 else "2-4" if len(holders[q]) < 5 else "5+"
-                    for q, _ in rules)
+                    for q, _, _ in rules)
     print(f"{label}: {len(rules)} rules with conf > {rho} in D; by supp(Q): 1: {bands['1']}, "
           f"2-4: {bands['2-4']}, >= 5: {bands['5+']}")
     print("| data | setting | seed | sensitive rules | share | share, supp(Q) = 1 |"
-          " share, supp(Q) 2-4 | share, supp(Q) >= 5 |")
-    print("|---|---|---|---|---|---|---|---|")
+          " share, supp(Q) 2-4 | share, supp(Q) >= 5 | sum of N_s(e) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for setting in settings:
         for seed in seeds:
             member = oracle.member_function(records, setting, seed, fraction)
             hit: Counter[str] = Counter()
             total: Counter[str] = Counter()
-            for q, e in rules:
+            need = 0
+            for q, e, n_s in rules:
                 users = holders[q]
                 band = "1" if len(users) == 1 else "2-4" if len(users) < 5 else "5+"
                 total[band] += 1
-                hit[band] += any(member(u, e) for u in users)
+                sensitive = any(member(u, e) for u in users)
+                hit[band] += sensitive
+                need += n_s if sensitive else 0
             shares = " | ".join(f"{hit[b] / total[b]:.3f}" if total[b] else "-"
                                 for b in ("1", "2-4", "5+"))
             print(f"| {label} | {setting} | {seed} | {sum(hit.values())} | "
-                  f"{sum(hit.values()) / len(rules):.3f} | {shares} |", flush=True)
+                  f"{sum(hit.values()) / len(rules):.3f} | {shares} | {need} |", flush=True)
 
 
 def extract(source: Path, target: Path, share: float, seed: int) -> Path:
