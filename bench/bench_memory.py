@@ -12,6 +12,9 @@ attaches them, and runs one `anonymize --in-place` in a child process. It report
 * the peak of the Python heap (tracemalloc) of the child: the controller's own memory on both
   backends (DuckDB's C++ allocations are not traced).
 
+A child still running at `--time-limit` is stopped; its peaks so far are reported (a lower bound
+of the whole run's).
+
     python bench/bench_memory.py --db postgresql://... --model kanon --sizes 1000000,10000000
     python bench/bench_memory.py --db duckdb:////tmp/memory/m.duckdb --model swap --sizes 1000000
 """
@@ -25,6 +28,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -105,9 +109,18 @@ def model_params(model: Any, args: list[str]) -> dict[str, Any]:
         return dict(context.params)
 
 
-def child(url: str, schema: str, model_name: str, args: list[str], memory_limit: str) -> None:
+def _report_heap(path: Path) -> None:
+    """Write the tracemalloc peak every second, so a run stopped at the time limit has one."""
+    while True:
+        path.write_text(json.dumps(tracemalloc.get_traced_memory()[1] / 2**20))
+        time.sleep(1.0)
+
+
+def child(url: str, schema: str, model_name: str, args: list[str], memory_limit: str,
+          heap_file: Path) -> None:
     """The measured process: open, (cap DuckDB), anonymize in place; print figures as JSON."""
     tracemalloc.start()
+    threading.Thread(target=_report_heap, args=(heap_file,), daemon=True).start()
     started = time.perf_counter()
     with api.open_database(url, schema) as db:
         if memory_limit and db.name == "duckdb":
@@ -163,7 +176,8 @@ def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, 
     model_args = [*MODEL_ARGS[args.model], *args.extra]
     command = [sys.executable, __file__, "--child", "--db", args.db, "--schema", args.schema,
                "--model", args.model, "--duckdb-memory-limit", args.duckdb_memory_limit,
-               "--", *model_args]
+               "--heap-file", str(workdir / "heap.json"), "--", *model_args]
+    (workdir / "heap.json").unlink(missing_ok=True)
     started, peak = time.perf_counter(), 0.0
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as proc:
@@ -186,6 +200,9 @@ def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, 
         row["status"] = "done"
     else:
         reason = err.strip().splitlines()[-1] if err.strip() else ""
+        heap = workdir / "heap.json"
+        if heap.exists():
+            row["tracemalloc_peak_mib"] = round(json.loads(heap.read_text()), 1)
         row["status"] = (f"failed: {reason}" if finished
                          else f"stopped after {args.time_limit:.0f} s")
     return row
@@ -203,10 +220,12 @@ def main() -> None:
                         help="seconds before the child is stopped (its peak so far is kept)")
     parser.add_argument("--results", type=Path, help="append one JSON line per size here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--heap-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("extra", nargs="*", help="after --: extra options of the model")
     args = parser.parse_args()
     if args.child:
-        child(args.db, args.schema, args.model, args.extra, args.duckdb_memory_limit)
+        child(args.db, args.schema, args.model, args.extra, args.duckdb_memory_limit,
+              args.heap_file)
         return
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
