@@ -54,6 +54,7 @@ def test_output_is_rho_uncertain_for_every_qid(db: Backend, tmp_path: Path, heur
     assert oracle.unsafe_rules(output, sensitive, Fraction(rho)) == []
     assert oracle.is_record_subset(original, output)
     assert run.figures["suppressed"] == oracle.suppressed(original, output) > 0
+    assert run.figures["support_mismatches"] == 0  # supports kept by deltas == a full recount
     assert api.verify(db, dataset, run).ok
 
 
@@ -72,6 +73,7 @@ def test_bounded_adversary_is_checked_up_to_m(db: Backend, tmp_path: Path, seed:
     assert oracle.unsafe_rules(output, sensitive, Fraction("0.6"), m=2) == []
     assert oracle.is_record_subset(original, output)
     assert run.figures["qid_bound_m"] == 2
+    assert run.figures["support_mismatches"] == 0
     result = api.verify(db, dataset, run)
     assert result.ok and "up to 2 items" in result.covered
 

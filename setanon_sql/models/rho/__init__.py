@@ -62,6 +62,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if final is not base:
         backend.drop_table(final)
     backend.drop_table(base)
+    context.figures["support_mismatches"] = suppressor.mismatches
     _figures(backend, context, items, out, chosen.m, shape.max_q, starts, history)
 
 

@@ -1,13 +1,16 @@
-"""PartialSuppressor (Jia et al. Alg. 1) and SanitizeBuffer (Alg. 2), one SQL pass per round.
+"""PartialSuppressor (Jia et al. Alg. 1) and SanitizeBuffer (Alg. 2), a few SQL passes per round.
 
-The controller keeps the buffer pointer and a few counts. A round recounts every qid's support
-in SQL, finds the unsafe rules q -> e of the current qid buffer, gives each its best item type d
-and N_s(d) by the heuristic (H_dist, H_mine), and sanitizes all rules that do not share a record
-of C(q + {e}) with a rule of higher priority — the rules the sequential Alg. 2, which takes the
-arg max first, would also sanitize before touching their records again. Their records are
-disjoint, so they are done together without over-suppressing; the others wait a round. When a
-full recount finds no unsafe rule in any buffer, the table is safe (Alg. 1 l.13). Each round
-suppresses at least one occurrence (the top rule is always admitted), so the loop ends.
+The controller keeps the buffer pointer and a few counts. The supports of every qid are counted
+once, then kept up to date by each round's delta (:mod:`.incremental`). A round finds the unsafe
+rules q -> e of the current qid buffer, gives each its best item type d and N_s(d) by the
+heuristic (H_dist, H_mine), and sanitizes all rules that do not share a record of C(q + {e})
+with a rule of higher priority — the rules the sequential Alg. 2, which takes the arg max first,
+would also sanitize before touching their records again. Their records are disjoint, so they
+are done together without over-suppressing; the others wait a round. When the kept supports
+show no unsafe rule, they are recounted from scratch and compared (the number of itemsets whose
+supports differ is reported, and is 0); only when this full recount finds no unsafe rule in any
+buffer is the table safe (Alg. 1 l.13). Each round suppresses at least one occurrence (the top
+rule is always admitted), so the loop ends.
 
 ``--heuristic global`` is the global suppression baseline: every unsafe rule votes for an item
 type of q + {e} and every occurrence of the voted types goes. Global suppression never makes a
@@ -23,9 +26,17 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.rho.incremental import (
+    delta_query,
+    members_from_cur,
+    mismatch_query,
+    touched_levels,
+    touched_query,
+    updated_supports_query,
+)
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
-from setanon_sql.models.rho.suppression import candidates_query, members_query, picks_query
+from setanon_sql.models.rho.suppression import candidates_query, picks_query
 from setanon_sql.runs import RunContext
 
 WORK_TABLES = ("win", "rules", "istat", "cand", "chosen", "members", "blocked", "dels")
@@ -41,6 +52,7 @@ class Suppressor:
     sens: exp.Table
     width: int
     max_q: int
+    mismatches: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -53,10 +65,10 @@ class Suppressor:
         backend = self.backend
         istat0 = self._table("istat0")
         backend.materialize(istat0, "rho_istat0", tables={"base": base})
-        cur, pointer, history = base, 0, []
+        supx = self._recount(base)
+        cur, pointer, history, fresh = base, 0, [], True
         for round_no in range(1, 10**9):
             started = time.perf_counter()
-            levels, supx = build_supports(backend, self._table, cur, self.width)
             win = self._fresh("win")
             backend.materialize(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
                                 {"supx": supx})
@@ -65,16 +77,28 @@ class Suppressor:
                                                           self.max_q), self._rho())
             n_unsafe, at_or_after, first = backend.query("rho_rule_summary", {"w": pointer},
                                                          {"rules": rules})[0]
+            if int(n_unsafe) == 0 and not fresh:
+                # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
+                recount = self._recount(cur)
+                self.mismatches = int(backend.scalar(mismatch_query(supx, recount, self.width)))
+                backend.drop_table(supx)
+                supx, fresh = recount, True
+                history.append({"round": round_no, "recount": True, "support_mismatches":
+                                self.mismatches,
+                                "seconds": round(time.perf_counter() - started, 3)})
+                continue
             if int(n_unsafe) == 0:
                 history.append({"round": round_no, "unsafe_rules": 0,
                                 "seconds": round(time.perf_counter() - started, 3)})
                 break
+            fresh = False
             pointer = int(at_or_after if at_or_after is not None else first)
-            dels = self._sanitize(cur, istat0, rules, levels, pointer, round_no)
+            dels = self._sanitize(cur, istat0, rules, pointer, round_no)
             n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
+            supx = self._subtract(supx, cur, dels, round_no)
             following = self._fresh(f"cur{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
@@ -83,18 +107,41 @@ class Suppressor:
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels,
                             "seconds": round(time.perf_counter() - started, 3)})
-        for purpose in (*WORK_TABLES, "supx", "istat0", *(f"lvl{k}" for k in
-                                                         range(1, self.width + 1))):
+        for purpose in (*WORK_TABLES, "istat0", "tcur", "delta"):
             backend.drop_table(self._table(purpose))
+        backend.drop_table(supx)
         return cur, history
+
+    def _recount(self, cur: exp.Table) -> exp.Table:
+        """Every itemset's support counted from scratch (table ``supx``; levels not kept)."""
+        levels, counted = build_supports(self.backend, self._table, cur, self.width)
+        for level in levels:
+            self.backend.drop_table(level)
+        return counted
+
+    def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table,
+                  round_no: int) -> exp.Table:
+        """The supports after ``dels``: only the touched records' itemsets are enumerated."""
+        backend = self.backend
+        tcur = self._fresh("tcur")
+        backend.materialize(tcur, touched_query(cur, dels))
+        levels = touched_levels(backend, self._table, tcur, self.width)
+        delta = self._fresh("delta")
+        backend.materialize(delta, delta_query(levels, dels, self.width))
+        for level in levels:
+            backend.drop_table(level)
+        following = self._fresh(f"sup{round_no % 2}")
+        backend.materialize(following, updated_supports_query(supx, delta, self.width))
+        backend.drop_table(supx)
+        return following
 
     def _fresh(self, purpose: str) -> exp.Table:
         table = self._table(purpose)
         self.backend.drop_table(table)
         return table
 
-    def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table,
-                  levels: list[exp.Table], buffer: int, round_no: int) -> exp.Table:
+    def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
+                  round_no: int) -> exp.Table:
         """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
         backend = self.backend
         istat = self._fresh("istat")
@@ -111,7 +158,7 @@ class Suppressor:
         backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
                             {"cand": cand, "istat": istat, "rules": rules})
         members = self._fresh("members")
-        backend.materialize(members, members_query(backend, chosen, levels, self.width),
+        backend.materialize(members, members_from_cur(backend, chosen, cur, self.width),
                             {"seed": self.context.seed or 0, "round": round_no})
         blocked = self._fresh("blocked")
         backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
