@@ -64,9 +64,12 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                 while left:
                     step += 1
                     following = fresh(backend, table, f"cur{step % 2}")
-                    entry["suppressed"] += suppress(backend, table, cur, istat0, rules, m + 1,
-                                                    chosen.rho, seed, step, following,
-                                                    chosen.choice)
+                    count = suppress(backend, table, cur, istat0, rules, m + 1, chosen.rho,
+                                     seed, step, following, chosen.choice)
+                    if count == 0:
+                        raise RuntimeError(f"sweep {sweep}, l = {ell}: a pass suppressed "
+                                           f"nothing although {left} rules are above rho")
+                    entry["suppressed"] += count
                     entry["passes"] += 1
                     if cur is not base:
                         backend.drop_table(cur)
