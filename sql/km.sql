@@ -408,9 +408,10 @@ SELECT chain, step, supp FROM hist UNION ALL SELECT chain, step, supp FROM walk
 SELECT chain, pid, q, supp FROM walk WHERE step = :last
 
 -- name: km_mcmc_pool
--- The items of every chain's current state, from this segment's candidates or kept from before.
+-- The items of every chain's current state, from this segment's candidates or kept from before
+-- (UNION: in the first segment a chain still at its start is in both).
 SELECT s.pid, s.item_id FROM subs AS s WHERE s.pid IN (SELECT pid FROM cur)
-UNION ALL
+UNION
 SELECT p.pid, p.item_id FROM pool AS p WHERE p.pid IN (SELECT pid FROM cur)
 
 -- name: km_mcmc_geweke

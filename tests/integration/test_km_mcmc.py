@@ -3,6 +3,7 @@ of Omega^ℓ (chi-square), and σ-k^m runs with it checked by the oracle, on bot
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _mcmc_draws(db: Backend, data: Path, ell: int, chains: int, seed: int,
     return Counter(draws.values()), sampler
 
 
-@pytest.mark.parametrize(("seed", "ell"), [(11, 2), (12, 3), (13, 2)])
+@pytest.mark.parametrize(("seed", "ell"), [(11, 2), (12, 3)])
 def test_mcmc_samples_pass_a_chi_square_test_of_uniformity(db: Backend, tmp_path: Path,
                                                            seed: int, ell: int) -> None:
     data, _ = random_case(tmp_path, seed)
@@ -49,6 +50,27 @@ def test_mcmc_samples_pass_a_chi_square_test_of_uniformity(db: Backend, tmp_path
     statistic, critical = km_oracle.chi_square_uniform(counts, omega)
     assert statistic < critical, (statistic, critical, sampler.chains)
     assert sampler.chains[0]["converged"]
+    records = km_oracle.read_fimi(data)
+    truth = km_oracle.largest_record_uniqueness(records, ell)
+    drawn = sampler.chains[0]
+    assert abs(drawn["r_star"] - truth) <= 0.1  # 512 draws: 4.5 standard errors at worst
+    if drawn["r_star"]:
+        holders = sum(1 for r in records if r)
+        assert drawn["theorem3_cap"] == math.ceil(holders * math.log(100) / drawn["r_star"])
+
+
+def test_mcmc_draws_are_reproducible(db: Backend, tmp_path: Path) -> None:
+    data, _ = random_case(tmp_path, 15)
+    first, _ = _mcmc_draws(db, data, 2, 200, 4, 32)
+    dataset = api.load_transactions(db, data, "again")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    sampler = McmcSampler(db, items, lambda p: db.table(f"y_{p}"), seed=4, stream=1,
+                          max_steps=32)
+    sampler.draw(2, 200, db.table("y_target"))
+    rows = [sorted(db.query(exp.select("sid", "item_id").from_(db.table(t))))
+            for t in ("x_target", "y_target")]
+    assert rows[0] == rows[1]
+    assert sum(first.values()) == 200
 
 
 @pytest.mark.parametrize("seed", [11, 14])
@@ -69,7 +91,7 @@ def test_sampled_km_with_mcmc_meets_sigma(db: Backend, tmp_path: Path, seed: int
     k, sigma = 3, 0.85
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
                                              sigma=str(sigma), sampler="mcmc",
-                                             exact_upto=seed % 2, mcmc_min_steps=16 * seed)
+                                             exact_upto=seed % 2, mcmc_min_steps=8 + 12 * seed)
     original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
     mapping = km_oracle.read_mapping(mapping_file)
     for ell in (1, 2):
@@ -78,5 +100,5 @@ def test_sampled_km_with_mcmc_meets_sigma(db: Backend, tmp_path: Path, seed: int
     assert km_oracle.cut_problems(mapping, km_oracle.read_hierarchy(hierarchy)) == []
     assert km_oracle.generalization_problems(original, published, mapping) == []
     assert run.figures["sampler"] == "mcmc"
-    assert all(c["converged"] and c["steps"] >= 16 * seed for c in run.figures["mcmc_chains"])
+    assert all(c["converged"] and c["steps"] >= 8 + 12 * seed for c in run.figures["mcmc_chains"])
     assert api.verify(db, dataset, run).ok

@@ -193,3 +193,12 @@ def region_errors(original: list[frozenset[str]], mapping: dict[str, str],
     dist = sum(sqrt((xy[i][0] - centre[mapping[i]][0]) ** 2
                     + (xy[i][1] - centre[mapping[i]][1]) ** 2) for i in occurrences)
     return size / ((n_items - 1) * len(occurrences)), dist / len(occurrences)
+
+
+def largest_record_uniqueness(records: list[frozenset[str]], ell: int) -> float:
+    """R*_ℓ of Theorem 3: the share of the ℓ-subsets of the largest record (the first one of the
+    largest size) that occur in no other record."""
+    largest = max(records, key=len)
+    support = itemset_supports(records, ell)
+    subsets = list(combinations(sorted(largest), ell))
+    return sum(1 for s in subsets if support[s] == 1) / len(subsets)
