@@ -30,9 +30,9 @@ from setanon_sql.models.rho.incremental import (
     delta_query,
     members_from_cur,
     mismatch_query,
+    subtract_statement,
     touched_levels,
     touched_query,
-    updated_supports_query,
 )
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
@@ -53,6 +53,7 @@ class Suppressor:
     width: int
     max_q: int
     mismatches: int = 0
+    counts: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -98,7 +99,7 @@ class Suppressor:
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
-            supx = self._subtract(supx, cur, dels, round_no)
+            supx = self._subtract(supx, cur, dels)
             following = self._fresh(f"cur{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
@@ -113,14 +114,19 @@ class Suppressor:
         return cur, history
 
     def _recount(self, cur: exp.Table) -> exp.Table:
-        """Every itemset's support counted from scratch (table ``supx``; levels not kept)."""
-        levels, counted = build_supports(self.backend, self._table, cur, self.width)
+        """Every itemset's support counted from scratch, beside the kept ones (levels dropped)."""
+        self.counts += 1
+        generation = f"supx{self.counts % 2}"
+
+        def table(purpose: str) -> exp.Table:
+            return self._table(generation if purpose == "supx" else purpose)
+
+        levels, counted = build_supports(self.backend, table, cur, self.width)
         for level in levels:
             self.backend.drop_table(level)
         return counted
 
-    def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table,
-                  round_no: int) -> exp.Table:
+    def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table) -> exp.Table:
         """The supports after ``dels``: only the touched records' itemsets are enumerated."""
         backend = self.backend
         tcur = self._fresh("tcur")
@@ -130,10 +136,8 @@ class Suppressor:
         backend.materialize(delta, delta_query(levels, dels, self.width))
         for level in levels:
             backend.drop_table(level)
-        following = self._fresh(f"sup{round_no % 2}")
-        backend.materialize(following, updated_supports_query(supx, delta, self.width))
-        backend.drop_table(supx)
-        return following
+        backend.run(subtract_statement(supx, delta, self.width))
+        return supx
 
     def _fresh(self, purpose: str) -> exp.Table:
         table = self._table(purpose)
