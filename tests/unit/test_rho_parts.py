@@ -45,3 +45,11 @@ def test_default_heuristic_and_buffer() -> None:
         "mine", 10**6, None, Fraction(7, 10))
     with pytest.raises(UsageError, match="--t-max"):
         parse_params({"rho": 0.7, "sensitive_fraction": 0.4, "t_max": -1})
+
+
+def test_estimated_seconds_grow_with_rows_and_refuse_the_unbounded_full_data() -> None:
+    from setanon_sql.models.rho.check import MAX_SECONDS, estimated_seconds
+
+    bms2_m2 = estimated_seconds(subset_rows({161: 1, 4: 77_511}, 3), 161, 3)
+    assert estimated_seconds(10**6, 5, 3) < bms2_m2 < MAX_SECONDS
+    assert estimated_seconds(subset_rows({161: 1}, 161), 161, 161) > MAX_SECONDS

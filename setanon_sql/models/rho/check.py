@@ -2,13 +2,15 @@
 
 An unbounded adversary knows any subset of a record, so the check enumerates 2^len - 1 itemsets
 per record: the controller estimates the rows from the record-length histogram (a small
-aggregate) and refuses, suggesting ``--m``, when that is out of reach.
+aggregate), turns them into an estimated run time by the throughput measured on the full
+datasets, and refuses, suggesting ``--m``, when that is out of reach.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import comb
 
 from sqlglot import exp
 
@@ -16,10 +18,16 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError
 from setanon_sql.models.rho.qids import build_supports, subset_rows, unsafe_rules_query
 
-# Above this many (record, itemset) rows the suppressor, which recounts supports every round,
-# runs for tens of minutes even on DuckDB (the 2,000 demo baskets with records of up to 23 items
-# need 13.5 million rows and did not finish in 9 minutes): refuse and suggest --m instead.
-MAX_QID_ROWS = 5_000_000
+# Throughput of the suppressor on DuckDB, 2 shared cores (bench/results_rho.md, BMS-WebView-2
+# full, --m 1 and --m 2): the supports are counted from every (record, itemset) row twice (at
+# the start and in the final recount); every round then scans the support table (unsafe rules,
+# the delta update) and enumerates the touched records' itemsets, at worst those of the
+# longest record. Rounds are many more with long records: ROUNDS is the most we measured.
+COUNT_ROWS_PER_SECOND = 1.2e6
+ROUND_ROWS_PER_SECOND = 1.1e7
+ROUND_SECONDS = 1.0
+ROUNDS = 60
+MAX_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,13 @@ class CheckShape:
     rows: int
 
 
+def estimated_seconds(rows: int, longest: int, width: int) -> float:
+    """The suppressor's run time for ``rows`` (record, itemset) rows, by the measured rates."""
+    delta = sum(comb(longest - 1, k - 1) for k in range(1, width + 1))
+    per_round = ROUND_SECONDS + (rows + delta) / ROUND_ROWS_PER_SECOND
+    return 2 * rows / COUNT_ROWS_PER_SECOND + ROUNDS * per_round
+
+
 def check_shape(backend: Backend, items: exp.Table, m: int | None) -> CheckShape:
     """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m."""
     lengths = {int(length): int(count) for length, count in
@@ -38,13 +53,15 @@ def check_shape(backend: Backend, items: exp.Table, m: int | None) -> CheckShape
     longest = max(lengths, default=0)
     width = longest if m is None else min(m + 1, longest)
     rows = subset_rows(lengths, width)
-    if rows > MAX_QID_ROWS:
+    seconds = estimated_seconds(rows, longest, width)
+    if seconds > MAX_SECONDS:
         bound = "every subset of every record" if m is None else f"itemsets of up to {width}"
         raise UsageError(
             f"an exact check of {bound} means about {rows:,} (record, itemset) rows (records "
-            f"have up to {longest} items), more than {MAX_QID_ROWS:,}: bound the adversary's "
-            f"knowledge with {'--m 2' if m is None else f'a smaller --m than {m}'} (the bound "
-            "is reported with the result), or use the records with at most 5 items")
+            f"have up to {longest} items), an estimated {seconds / 3600:,.1f} hours at the "
+            f"measured rate (limit {MAX_SECONDS / 3600:g} h): bound the adversary's knowledge "
+            f"with {'--m 2' if m is None else f'a smaller --m than {m}'} (the bound is "
+            "reported with the result), or use the records with at most 5 items")
     return CheckShape(width, width - 1 if m is None else m, rows)
 
 
