@@ -26,26 +26,24 @@ WHERE NOT EXISTS (SELECT 1 FROM changed AS x WHERE x.cls = c.cls)
 UNION ALL
 SELECT s.cls, count(*) AS n FROM state AS s JOIN changed AS x ON x.cls = s.cls GROUP BY s.cls
 
--- name: kanon_fresh_add
--- fresh(cls): the classes a QI's next step must look at. A class that a step of the QI left
--- unsplit gives the same answer until another QI's step changes it (for a set-valued QI also
--- under a smaller budget: a pool refused once never fits again), so only changed classes are
--- added; the QI's own step replaces its list by kanon_changed.
-SELECT cls FROM fresh UNION SELECT cls FROM changed
+-- name: kanon_fresh_next
+-- fresh(qi, cls): the classes the next step of a QI must look at. A class that a step of the QI
+-- left unsplit gives the same answer until another QI's step changes it (for a set-valued QI
+-- also under a smaller budget: a pool refused once never fits again). So the chosen QI's list
+-- becomes the classes its step changed, and every other QI (qis: those still active) gains them.
+SELECT f.qi, f.cls FROM fresh AS f WHERE f.qi <> :chosen AND f.qi IN (SELECT qi FROM qis)
+UNION
+SELECT q.qi, c.cls FROM qis AS q CROSS JOIN changed AS c
+
+-- name: kanon_fresh_records
+SELECT coalesce(sum(c.n), 0) FROM cs AS c JOIN fresh AS f ON f.cls = c.cls WHERE f.qi = :qi
 
 -- name: kanon_fresh_state
--- The records of the fresh classes: what a step ranks, counts and splits.
-SELECT s.record_id, s.cls FROM state AS s JOIN fresh AS f ON f.cls = s.cls
-
--- name: kanon_fresh_covers
--- How many live classes are fresh (all of them: the step reads the whole state).
-SELECT count(*) FROM cs AS c JOIN fresh AS f ON f.cls = c.cls
+-- The records of a QI's fresh classes: what its step ranks, counts and splits.
+SELECT s.record_id, s.cls FROM state AS s JOIN fresh AS f ON f.cls = s.cls WHERE f.qi = :qi
 
 -- name: kanon_count
 SELECT count(*) FROM t
-
--- name: kanon_max_class
-SELECT coalesce(max(cls), 0) FROM cs
 
 -- name: kanon_occurrences
 -- Item occurrences of the live records (the denominator of a set-valued attribute's NCP).

@@ -19,6 +19,7 @@ from setanon_sql.catalog import Dataset
 from setanon_sql.models.kanon.plan import QI, Plan
 from setanon_sql.models.kanon.set_recoding import init_set, items_table, set_step
 from setanon_sql.models.kanon.single_valued import (
+    BIGINT,
     category_step,
     init_category,
     init_numeric,
@@ -53,6 +54,15 @@ def _has_nulls(backend: Backend, dataset: Dataset, qi: QI) -> bool:
     return int(backend.scalar(query)) > 0
 
 
+def _track(work: Work, active: list[QI]) -> None:
+    """qis(qi): the QIs whose fresh classes are still kept (the active ones, QI*)."""
+    rows = [exp.select(exp.cast(exp.convert(qi.no), BIGINT).as_("qi")) for qi in active]
+    query = rows[0]
+    for row in rows[1:]:
+        query = exp.union(query, row, distinct=False)
+    work.build("qis", query)
+
+
 def _initialize(work: Work, dataset: Dataset, plan: Plan) -> dict[int, Loss]:
     """Alg. 1 l.1: every QI fully generalized, every item hidden, one class."""
     backend = work.backend
@@ -60,10 +70,11 @@ def _initialize(work: Work, dataset: Dataset, plan: Plan) -> dict[int, Loss]:
         "record_id", exp.cast(exp.Literal.number(1), exp.DataType.build("BIGINT")).as_("cls"))
         .from_(backend.table(dataset.records_table)))
     work.build("cs", "kanon_class_sizes", tables={"state": work["state"]})
+    _track(work, list(plan.qis))
+    work.build("fresh", exp.select("qi", exp.cast(exp.convert(1), BIGINT).as_("cls"))
+               .from_(work["qis"]))
     losses: dict[int, Loss] = {}
     for qi in plan.qis:
-        work.build(f"f{qi.no}", exp.select(
-            exp.cast(exp.Literal.number(1), exp.DataType.build("BIGINT")).as_("cls")))
         if qi.kind == "numeric":
             lo, hi = init_numeric(work, dataset, qi)
             losses[qi.no] = Loss(float(hi - lo))
@@ -102,15 +113,17 @@ def ncp(work: Work, qi: QI, loss: Loss, live: int) -> float:
     return class_loss(work, qi) / (live * loss.per_record)
 
 
-def scope(work: Work, qi: QI) -> exp.Table:
-    """The records a step of ``qi`` must look at: those of its fresh classes (see
-    kanon_fresh_add), or the whole state when every live class is fresh."""
-    fresh = work[f"f{qi.no}"]
-    covered = int(work.backend.scalar("kanon_fresh_covers", tables={"cs": work["cs"],
-                                                                     "fresh": fresh}))
-    if covered == work.count("cs"):
+def scope(work: Work, qi: QI, live: int) -> exp.Table:
+    """The records a step of ``qi`` must look at: those of its fresh classes (kanon_fresh_next).
+    When they are most of the live records, the whole state: building the subset would cost
+    about what it saves."""
+    params = {"qi": qi.no}
+    fresh = int(work.backend.scalar("kanon_fresh_records", params,
+                                    {"cs": work["cs"], "fresh": work["fresh"]}))
+    if 5 * fresh >= 4 * live:
         return work["state"]
-    return work.build("fs", "kanon_fresh_state", tables={"state": work["state"], "fresh": fresh})
+    return work.build("fs", "kanon_fresh_state", params,
+                      {"state": work["state"], "fresh": work["fresh"]})
 
 
 def _refresh(work: Work, plan: Plan, chosen: QI, moves: exp.Table) -> None:
@@ -134,11 +147,8 @@ def _refresh(work: Work, plan: Plan, chosen: QI, moves: exp.Table) -> None:
             name = f"d{qi.no}"
             statement = "kanon_set_disc" if qi is chosen else "kanon_copy_disc"
             work.build(name, statement, tables={"disc": work[name], "moves": moves, "cs": cs})
-        fresh = f"f{qi.no}"
-        if qi is chosen:
-            work.build(fresh, exp.select("cls").from_(changed))
-        else:
-            work.build(fresh, "kanon_fresh_add", tables={"fresh": work[fresh], "changed": changed})
+    work.build("fresh", "kanon_fresh_next", {"chosen": chosen.no},
+               {"fresh": work["fresh"], "qis": work["qis"], "changed": changed})
     for purpose in ("moves", "leaves", "changed", "fs"):
         work.drop(purpose)
 
@@ -160,9 +170,11 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
         if scores[chosen.no] <= 0.0:
             active.remove(chosen)
             entry["frozen"] = True
+            if active:
+                _track(work, active)
             continue
         deleted = 0
-        records = scope(work, chosen)
+        records = scope(work, chosen, live)
         if chosen.kind == "numeric":
             moves = numeric_step(work, chosen, plan.k, max_cls, records)  # l.5
         elif chosen.kind == "category":
@@ -175,6 +187,8 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
             entry["frozen"] = True
             work.drop("leaves")
             work.drop("fs")
+            if active:
+                _track(work, active)
             entry["seconds"] = round(time.perf_counter() - started, 3)
             continue
         created = work.count("moves")
