@@ -5,6 +5,13 @@ Global recoding along a cut of an item hierarchy, or by connected regions of an 
 are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the others by uniform
 samples (:mod:`.sampled`). The controller keeps only the cut's version and small counts; every
 pass over the data is SQL.
+
+Samples come from the exact rejection sampler (:mod:`.sampler`, the default) or, with
+``--sampler mcmc``, from the paper's Metropolis-Hastings chains (:mod:`.mcmc`). Exact is the
+default because it is exactly uniform and, on BMS-WebView-2, the cheaper one: γ = 45,845 draws
+of 4-itemsets take 30 s, while MCMC chains stopped by Geweke after 32 steps cost 1.5 M scored
+candidates and still over-weight frequent itemsets (unique share 0.88 against 0.97); see
+:mod:`.mcmc` for the figures.
 """
 
 from __future__ import annotations
