@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -145,6 +146,16 @@ def _hwm_mib(pid: int) -> float | None:
     return None
 
 
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """SIGINT first: the drivers then cancel the running statement (psycopg sends a cancel
+    request; a SIGKILLed client's query ran on in PostgreSQL for 20 more minutes)."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def fresh_database(url: str, schema: str) -> None:
     """Drop what an earlier size left: the DuckDB file, or both schemas on PostgreSQL."""
     if url.startswith("duckdb:"):
@@ -186,7 +197,7 @@ def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, 
             time.sleep(0.5)
         finished = proc.poll() is not None
         if not finished:
-            proc.kill()
+            _stop(proc)
         out, err = proc.communicate()
     row: dict[str, Any] = {
         "backend": "duckdb" if args.db.startswith("duckdb:") else "postgres",
