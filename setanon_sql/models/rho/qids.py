@@ -70,9 +70,14 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
     return exp.select("*").from_(query.subquery("u"))
 
 
-def _rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
-                        j: int, max_q: int) -> exp.Select:
-    """Rules whose consequent e is the j-th item of X; q is X without it."""
+def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
+                       j: int, max_q: int, x_source: exp.Expression | None = None,
+                       y_source: exp.Expression | None = None) -> exp.Select:
+    """Rules whose consequent e is the j-th item of X; q is X without it.
+
+    X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both
+    from ``supx``; :mod:`.incremental` passes the itemsets a round changed instead.
+    """
     q_source = [f"x{p}" for p in range(1, width + 1) if p != j]
     on_q = [col("part", "y").eq(col("part", "x"))]
     on_q += [col(f"x{p}", "y").eq(col(source, "x")) for p, source in enumerate(q_source, 1)]
@@ -86,9 +91,9 @@ def _rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
                         col("n", "y").as_("sq", quoted=True),
                         (col("w", "v") if win is not None else exp.Literal.number(0))
                         .as_("w", quoted=True))
-             .from_(with_alias(supx, "x"))
+             .from_(x_source or with_alias(supx, "x"))
              .join(with_alias(sens, "s"), on=col("item_id", "s").eq(col(f"x{j}", "x")))
-             .join(with_alias(supx, "y"), on=exp.and_(*on_q)))
+             .join(y_source or with_alias(supx, "y"), on=exp.and_(*on_q)))
     if win is not None:
         query = query.join(with_alias(win, "v"), on=exp.and_(
             col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
@@ -105,10 +110,15 @@ def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
     sq = sup(q), w (the qid buffer of q; 0 without ``win``). Needs ``:num`` and ``:den``.
     """
-    parts = [_rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
+    parts = [rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
     query: exp.Query = parts[0]
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
+    return numbered_rules(query, width)
+
+
+def numbered_rules(query: exp.Query, width: int) -> exp.Select:
+    """``query``'s rules with rule_id = their rank by (part, e, X): the same set, the same ids."""
     order = [col("part"), col("e"), *(col(x) for x in xs(width))]
     rule_id = exp.Window(this=exp.RowNumber(),
                          order=exp.Order(expressions=[exp.Ordered(this=c) for c in order]))

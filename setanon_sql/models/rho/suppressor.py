@@ -36,10 +36,11 @@ from setanon_sql.models.rho.incremental import (
 )
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
+from setanon_sql.models.rho.rulekeep import kept_rules_query
 from setanon_sql.models.rho.suppression import candidates_query, picks_query
 from setanon_sql.runs import RunContext
 
-WORK_TABLES = ("win", "rules", "istat", "cand", "chosen", "members", "blocked", "dels")
+WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "blocked", "dels")
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Suppressor:
     max_q: int
     mismatches: int = 0
     counts: int = 0
+    rule_tables: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -66,24 +68,16 @@ class Suppressor:
         backend = self.backend
         istat0 = self._table("istat0")
         backend.materialize(istat0, "rho_istat0", tables={"base": base})
-        supx = self._recount(base)
+        supx, win, rules = self._count_all(base, None)
         cur, pointer, history, fresh = base, 0, [], True
         for round_no in range(1, 10**9):
             started = time.perf_counter()
-            win = self._fresh("win")
-            backend.materialize(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
-                                {"supx": supx})
-            rules = self._fresh("rules")
-            backend.materialize(rules, unsafe_rules_query(supx, self.sens, win, self.width,
-                                                          self.max_q), self._rho())
             n_unsafe, at_or_after, first = backend.query("rho_rule_summary", {"w": pointer},
                                                          {"rules": rules})[0]
             if int(n_unsafe) == 0 and not fresh:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
-                recount = self._recount(cur)
-                self.mismatches = int(backend.scalar(mismatch_query(supx, recount, self.width)))
-                backend.drop_table(supx)
-                supx, fresh = recount, True
+                supx, win, rules = self._count_all(cur, supx)
+                fresh = True
                 history.append({"round": round_no, "recount": True, "support_mismatches":
                                 self.mismatches,
                                 "seconds": round(time.perf_counter() - started, 3)})
@@ -99,7 +93,9 @@ class Suppressor:
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
-            supx = self._subtract(supx, cur, dels)
+            delta = self._subtract(supx, cur, dels)
+            rules = self._rules(kept_rules_query(rules, supx, delta, self.sens, win, self.width,
+                                                 self.max_q), rules)
             following = self._fresh(f"cur{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
@@ -108,10 +104,34 @@ class Suppressor:
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels,
                             "seconds": round(time.perf_counter() - started, 3)})
-        for purpose in (*WORK_TABLES, "istat0", "tcur", "delta"):
-            backend.drop_table(self._table(purpose))
-        backend.drop_table(supx)
+        for table in (supx, rules, *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur",
+                                                              "delta"))):
+            backend.drop_table(table)
         return cur, history
+
+    def _count_all(self, cur: exp.Table, kept: exp.Table | None
+                   ) -> tuple[exp.Table, exp.Table, exp.Table]:
+        """Supports, qid buffers and unsafe rules from scratch; compared with ``kept`` if any."""
+        backend = self.backend
+        supx = self._recount(cur)
+        if kept is not None:
+            self.mismatches = int(backend.scalar(mismatch_query(kept, supx, self.width)))
+            backend.drop_table(kept)
+        win = self._fresh("win")
+        backend.materialize(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
+                            {"supx": supx})
+        rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width, self.max_q),
+                            None)
+        return supx, win, rules
+
+    def _rules(self, query: exp.Select, previous: exp.Table | None) -> exp.Table:
+        """Materialize the unsafe rules (alternating tables; the previous one is dropped)."""
+        self.rule_tables += 1
+        rules = self._fresh(f"rules{self.rule_tables % 2}")
+        self.backend.materialize(rules, query, self._rho())
+        if previous is not None:
+            self.backend.drop_table(previous)
+        return rules
 
     def _recount(self, cur: exp.Table) -> exp.Table:
         """Every itemset's support counted from scratch, beside the kept ones (levels dropped)."""
@@ -127,7 +147,10 @@ class Suppressor:
         return counted
 
     def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table) -> exp.Table:
-        """The supports after ``dels``: only the touched records' itemsets are enumerated."""
+        """Subtract ``dels`` from the supports (in place); returns the changed itemsets (delta).
+
+        Only the touched records' itemsets are enumerated.
+        """
         backend = self.backend
         tcur = self._fresh("tcur")
         backend.materialize(tcur, touched_query(cur, dels))
@@ -137,7 +160,7 @@ class Suppressor:
         for level in levels:
             backend.drop_table(level)
         backend.run(subtract_statement(supx, delta, self.width))
-        return supx
+        return delta
 
     def _fresh(self, purpose: str) -> exp.Table:
         table = self._table(purpose)
