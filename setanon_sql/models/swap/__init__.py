@@ -131,7 +131,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     build_moves(backend, options.method, tables, seed)
     figures["items_moved"] = int(backend.scalar("swap_count_rows", tables={"t": tables["moves"]}))
     published = context.table(f"items_{attribute.attr_no}")
-    publish(backend, items, tables["moves"], published)
+    publish(backend, options.method, items, tables["moves"], published)
     lap("swap")
     figures.update(hidden_counts(backend, published, tables["cats"], tables["tend"]))
     backend.materialize(tables["ptend"], "swap_tendency",

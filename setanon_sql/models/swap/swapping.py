@@ -43,7 +43,9 @@ def build_moves(backend: Backend, method: str, tables: dict[str, exp.Table], see
         backend.materialize(tables["moves"], "swap_moves_tendency", tables=bound)
 
 
-def publish(backend: Backend, items: exp.Table, moves: exp.Table, target: exp.Table) -> None:
+def publish(backend: Backend, method: str, items: exp.Table, moves: exp.Table,
+            target: exp.Table) -> None:
     """Create the published ``items_<attr>`` table from the original items and the moves."""
-    backend.materialize(target, "swap_publish", tables={"items": items, "moves": moves})
+    statement = "swap_publish_suppressed" if method == "suppress" else "swap_publish"
+    backend.materialize(target, statement, tables={"items": items, "moves": moves})
     backend.create_access_index(target, ["record_id", "item_id"])
