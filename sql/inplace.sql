@@ -13,7 +13,9 @@ SELECT record_id, CAST(c1 AS TEXT) AS key_text FROM records
 -- One row per original (record, item) pair that changes, plus published pairs no original pair
 -- becomes. An original pair becomes (record, map label): kept when that pair is published,
 -- else it moved (matched by rank, per label, with a published pair no original pair became) or
--- was suppressed; records absent from the published records are deleted.
+-- was suppressed; records absent from the published records are deleted. NOT EXISTS, never
+-- NOT IN: PostgreSQL cannot make NOT IN an anti-join and, once the subquery outgrows work_mem,
+-- rescans it per row (1M records: over 20 minutes).
 WITH orig AS (
     SELECT i.record_id, i.item_id, d.label AS old_label, m.label AS new_label
     FROM items AS i
@@ -54,7 +56,8 @@ FROM added AS a
 WHERE NOT EXISTS (SELECT 1 FROM removed AS r WHERE r.new_label = a.label AND r.rnk = a.rnk)
 UNION ALL
 SELECT o.record_id, o.item_id, o.old_label, NULL, NULL, 'delete_record'
-FROM orig AS o WHERE o.record_id NOT IN (SELECT record_id FROM live)
+FROM orig AS o
+WHERE NOT EXISTS (SELECT 1 FROM live AS l WHERE l.record_id = o.record_id)
 
 -- name: inplace_user_pairs
 -- The pair plan keyed by the user's record keys (text), the form the user's rows are matched in.
@@ -67,7 +70,7 @@ LEFT JOIN keymap AS n ON n.record_id = p.new_record_id
 -- name: inplace_deleted_records
 SELECT r.record_id, k.key_text
 FROM records AS r JOIN keymap AS k ON k.record_id = r.record_id
-WHERE r.record_id NOT IN (SELECT record_id FROM precords)
+WHERE NOT EXISTS (SELECT 1 FROM precords AS p WHERE p.record_id = r.record_id)
 
 -- name: inplace_plan_counts
 SELECT action, count(*) FROM plan GROUP BY action ORDER BY action

@@ -53,8 +53,8 @@ def _record_changes(backend: Backend, dataset: Dataset, source: exp.Table,
                           exp.cast(exp.Null(), TEXT).as_("new_value"))
                .from_(backend.table(dataset.records_table, "r"))
                .join(keymap.as_("k"), on="k.record_id = r.record_id")
-               .where(exp.column("record_id", table="r").isin(
-                   query=exp.select("record_id").from_(source.copy())).not_()))
+               .where(exp.not_(exp.Exists(this=exp.select("1").from_(source.as_("s")).where(
+                   "s.record_id = r.record_id")))))  # not NOT IN: see inplace_pair_plan
     query: exp.Select | exp.Union = deleted
     for attribute in dataset.single_attributes:
         if attribute.role == "id":
