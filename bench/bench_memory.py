@@ -12,6 +12,8 @@ attaches them, and runs one `anonymize --in-place` in a child process. It report
 * the peak of the Python heap (tracemalloc) of the child: the controller's own memory on both
   backends (DuckDB's C++ allocations are not traced).
 
+`--stage prepare` and `--stage run` split the two, so that
+each fits one benchmark-lock slot at 10M (a run applies in place: prepare again before the next).
 A child still running at `--time-limit` is stopped; its peaks so far are reported (a lower bound
 of the whole run's).
 
@@ -181,9 +183,26 @@ def prepare(url: str, schema: str, model: str, records: int, workdir: Path) -> t
     return item_rows, time.perf_counter() - started
 
 
+def prepared(url: str, schema: str, records: int) -> int:
+    """With --stage run: the item rows of what --stage prepare left, checked against the size."""
+    with api.open_database(url, schema) as db:
+        attached = api.get_dataset(db, "mem").n_records
+        if attached != records:
+            raise SystemExit(f"--stage run: {attached:,} records are attached, not {records:,}; "
+                             "run --stage prepare with this size first")
+        purchases = qualified_table(USER_SCHEMA, "purchases")
+        return int(db.scalar(exp.select(exp.func("count", exp.Star())).from_(purchases)))
+
+
 def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, Any]:
     """One size: prepare, then run the child under a time limit while polling its VmHWM."""
-    item_rows, prepare_seconds = prepare(args.db, args.schema, args.model, records, workdir)
+    if args.stage == "run":
+        item_rows, prepare_seconds = prepared(args.db, args.schema, records), 0.0
+    else:
+        item_rows, prepare_seconds = prepare(args.db, args.schema, args.model, records, workdir)
+    if args.stage == "prepare":
+        return {"stage": "prepare", "records": records, "item_rows": item_rows,
+                "prepare_s": round(prepare_seconds, 1)}
     model_args = [*MODEL_ARGS[args.model], *args.extra]
     command = [sys.executable, __file__, "--child", "--db", args.db, "--schema", args.schema,
                "--model", args.model, "--duckdb-memory-limit", args.duckdb_memory_limit,
@@ -229,6 +248,9 @@ def main() -> None:
                         help="DuckDB memory_limit of the child ('' = DuckDB's default)")
     parser.add_argument("--time-limit", type=float, default=600.0,
                         help="seconds before the child is stopped (its peak so far is kept)")
+    parser.add_argument("--stage", default="all", choices=("all", "prepare", "run"),
+                        help="prepare: only generate and attach; run: only run on what "
+                        "prepare left (one size; for 10M, where each needs its own lock slot)")
     parser.add_argument("--results", type=Path, help="append one JSON line per size here")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--heap-file", type=Path, help=argparse.SUPPRESS)
@@ -238,6 +260,8 @@ def main() -> None:
         child(args.db, args.schema, args.model, args.extra, args.duckdb_memory_limit,
               args.heap_file)
         return
+    if args.stage == "run" and "," in args.sizes:
+        parser.error("--stage run takes one size (the one --stage prepare left)")
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             row = measure(args, size, Path(tmp))
