@@ -1,0 +1,1 @@
+/* Chosen merges may chain (A-B, B-C): each part joins the smallest part id it is linked to. */ WITH RECURSIVE e AS (SELECT r1 AS x, r2 AS y FROM "setanon"."chosen" UNION SELECT r2, r1 FROM "setanon"."chosen"), reach(x, y) AS (SELECT x, y FROM e UNION SELECT r.x, e.y FROM reach AS r JOIN e ON e.x = r.y) SELECT x AS node_id, LEAST(x, MIN(y)) AS new_id FROM reach GROUP BY x
