@@ -124,9 +124,15 @@ def check_in_sync(backend: Backend, dataset: Dataset, items: UserTable,
                               exp.cast(exp.column("c1"), TEXT).as_("key_text"))
                    .from_(backend.table(dataset.records_table)).subquery("k"),
                    on="k.record_id = i.record_id"))
-    unknown = backend.scalar(exp.select(exp.func("count", exp.Star())).from_(
-        exp.except_(exp.select("*").from_(pairs), known).subquery("x")))
-    n_pairs = backend.scalar(exp.select(exp.func("count", exp.Star())).from_(pairs.copy()))
+    # One pass over the user's table: its distinct pairs, left-joined to the attached ones
+    # (unique per key and label), count both; the unmatched ones are new.
+    matched = exp.and_(exp.column("key_text", table="u").eq(exp.column("key_text", table="a")),
+                       exp.column("label", table="u").eq(exp.column("label", table="a")))
+    [(n_pairs, n_matched)] = backend.query(
+        exp.select(exp.func("count", exp.Star()),
+                   exp.func("count", exp.column("key_text", table="a")))
+        .from_(pairs).join(known.subquery("a"), on=matched, join_type="left"))
+    unknown = int(n_pairs) - int(n_matched)
     n_known = backend.scalar("inplace_count",
                              tables={"t": backend.table(dataset.items_table(attribute))})
     if unknown or n_pairs != n_known:
