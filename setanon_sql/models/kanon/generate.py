@@ -106,20 +106,49 @@ def _distinct(backend: Backend, table: exp.Table, column: str) -> int:
         expressions=[exp.column(column)]))).from_(table.copy())))
 
 
-def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
-                    replace: bool = False) -> Dataset:
-    """Create dataset ``name`` of ``records`` synthetic claims in one transaction."""
+def check_generator_args(name: str, records: int, seed: int) -> None:
+    """The bounds every in-DBMS generator shares (keys stay below 2^31, see :func:`_hash`)."""
     check_dataset_name(name)
     if not 1 <= records <= 100_000_000:
         raise UsageError(f"--records must be between 1 and 100,000,000, got {records}")
     if not 0 <= seed < 2**20:
-        raise UsageError(f"--seed must be between 0 and {2**20 - 1} for claims, got {seed}")
+        raise UsageError(f"--seed must be between 0 and {2**20 - 1}, got {seed}")
+
+
+def start_generated_dataset(backend: Backend, name: str, replace: bool,
+                            records_query: exp.Select) -> tuple[int, exp.Table]:
+    """Inside the caller's transaction: a new dataset id and its records table, indexed."""
+    drop_existing(backend, name, replace)
+    dataset_id = next_dataset_id(backend)
+    table = backend.table(records_table(dataset_id))
+    backend.materialize(table, records_query)
+    backend.create_access_index(table, ["record_id"])
+    return dataset_id, table
+
+
+def generate_items(backend: Backend, dataset_id: int, attr_no: int, records: int, seed: int,
+                   universe: int, most: int, skew: float) -> int:
+    """Items and dictionary of one set-valued attribute (labels are the item ids as text);
+    returns the number of distinct items."""
+    items = backend.table(items_table(dataset_id, attr_no))
+    backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe, most, skew))
+    backend.create_access_index(items, ["item_id", "record_id"])
+    backend.create_access_index(items, ["record_id", "item_id"])
+    dictionary = backend.table(dict_table(dataset_id, attr_no))
+    backend.materialize(dictionary, exp.select(
+        "item_id", exp.cast(exp.column("item_id"), exp.DataType.build("TEXT")).as_("label"))
+        .distinct().from_(items.copy()).order_by("item_id"))
+    backend.create_access_index(dictionary, ["label"])
+    return _distinct(backend, items, "item_id")
+
+
+def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
+                    replace: bool = False) -> Dataset:
+    """Create dataset ``name`` of ``records`` synthetic claims in one transaction."""
+    check_generator_args(name, records, seed)
     with backend.transaction():
-        drop_existing(backend, name, replace)
-        dataset_id = next_dataset_id(backend)
-        table = backend.table(records_table(dataset_id))
-        backend.materialize(table, _records_query(records, seed))
-        backend.create_access_index(table, ["record_id"])
+        dataset_id, table = start_generated_dataset(backend, name, replace,
+                                                    _records_query(records, seed))
         names = ("claim_id", "birth_year", "sex", "month", "beds", "claim_type", "start_day")
         attributes = [
             Attribute(no, column, "id" if no == 1 else "qi",
@@ -127,17 +156,9 @@ def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
                       _distinct(backend, table, qi_column(no)))
             for no, column in enumerate(names, start=1)]
         for attr_no, column, universe, most, skew in SETS:
-            items = backend.table(items_table(dataset_id, attr_no))
-            backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe,
-                                                    most, skew))
-            backend.create_access_index(items, ["item_id", "record_id"])
-            backend.create_access_index(items, ["record_id", "item_id"])
-            dictionary = backend.table(dict_table(dataset_id, attr_no))
-            backend.materialize(dictionary, exp.select(
-                "item_id", exp.cast(exp.column("item_id"), exp.DataType.build("TEXT"))
-                .as_("label")).distinct().from_(items.copy()).order_by("item_id"))
-            attributes.append(Attribute(attr_no, column, "set", "items",
-                                        _distinct(backend, items, "item_id")))
+            n_items = generate_items(backend, dataset_id, attr_no, records, seed, universe,
+                                     most, skew)
+            attributes.append(Attribute(attr_no, column, "set", "items", n_items))
         options = {"delimiter": "\t", "item_separator": " ", "id_column": "claim_id",
                    "generator": "claims", "seed": seed}
         return register_dataset(backend, dataset_id, name, "table", None, records, options,

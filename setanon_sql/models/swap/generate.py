@@ -14,17 +14,12 @@ from __future__ import annotations
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import (
-    Attribute,
-    Dataset,
-    check_dataset_name,
-    next_dataset_id,
-    register_dataset,
+from setanon_sql.catalog import Attribute, Dataset, register_dataset
+from setanon_sql.models.kanon.generate import (
+    check_generator_args,
+    generate_items,
+    start_generated_dataset,
 )
-from setanon_sql.errors import UsageError
-from setanon_sql.io.replace import drop_existing
-from setanon_sql.models.kanon.generate import _items_query
-from setanon_sql.names import dict_table, items_table, records_table
 
 BIGINT = exp.DataType.build("BIGINT")
 # The item universe, most draws per record (the claims key allows at most 16) and skew.
@@ -43,28 +38,10 @@ def _records_query(n: int) -> exp.Select:
 def generate_baskets(backend: Backend, name: str, records: int, seed: int = 1,
                      replace: bool = False) -> Dataset:
     """Create transactions dataset ``name`` of ``records`` synthetic baskets in one transaction."""
-    check_dataset_name(name)
-    if not 1 <= records <= 100_000_000:
-        raise UsageError(f"records must be between 1 and 100,000,000, got {records}")
-    if not 0 <= seed < 2**20:
-        raise UsageError(f"seed must be between 0 and {2**20 - 1}, got {seed}")
+    check_generator_args(name, records, seed)
     with backend.transaction():
-        drop_existing(backend, name, replace)
-        dataset_id = next_dataset_id(backend)
-        table = backend.table(records_table(dataset_id))
-        backend.materialize(table, _records_query(records))
-        backend.create_access_index(table, ["record_id"])
-        items = backend.table(items_table(dataset_id, 1))
-        backend.materialize(items, _items_query(records, seed, 100, UNIVERSE, MOST, SKEW))
-        backend.create_access_index(items, ["item_id", "record_id"])
-        backend.create_access_index(items, ["record_id", "item_id"])
-        dictionary = backend.table(dict_table(dataset_id, 1))
-        backend.materialize(dictionary, exp.select(
-            "item_id", exp.cast(exp.column("item_id"), exp.DataType.build("TEXT")).as_("label"))
-            .distinct().from_(items.copy()).order_by("item_id"))
-        backend.create_access_index(dictionary, ["label"])
-        n_distinct = int(backend.scalar(exp.select(exp.Count(this=exp.Star()))
-                                        .from_(dictionary.copy())))
+        dataset_id, _ = start_generated_dataset(backend, name, replace, _records_query(records))
+        n_distinct = generate_items(backend, dataset_id, 1, records, seed, UNIVERSE, MOST, SKEW)
         options = {"generator": "swap-baskets", "seed": seed, "universe": UNIVERSE,
                    "most": MOST, "skew": SKEW}
         return register_dataset(backend, dataset_id, name, "transactions", None, records,
