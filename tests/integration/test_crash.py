@@ -2,8 +2,8 @@
 untouched or fully anonymized (checked by checksums), and killed runs are cleaned up.
 
 The number of kills per backend is ``$SETANON_CRASH_KILLS`` (default 3, to keep the suite fast;
-the soak in bench/results_inplace.md ran 50 per backend). Half the kills land anywhere in the
-run, half in its last third, where the apply transaction runs.
+the soak in BENCHMARKS.md, the in-place part, ran 50 per backend). Half the kills land anywhere
+in the run, half in its last third, where the apply transaction runs.
 """
 
 from __future__ import annotations

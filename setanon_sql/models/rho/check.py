@@ -18,7 +18,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError
 from setanon_sql.models.rho.qids import build_supports, subset_rows, unsafe_rules_query
 
-# Throughput of the suppressor on DuckDB, 2 shared cores (bench/results_rho.md, BMS-WebView-2
+# Throughput of the suppressor on DuckDB, 2 shared cores (BENCHMARKS.md, the rho part, BMS-WebView-2
 # full, --m 1 and --m 2): the supports are counted from every (record, itemset) row twice (at
 # the start and in the final recount); every round then scans the support table (unsafe rules,
 # the delta update) and enumerates the touched records' itemsets, at worst those of the
