@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import ConnectionFailedError, UsageError
@@ -35,11 +36,28 @@ def _as_text(url: Any) -> str:
     raise UsageError(f"cannot use {url!r} as a database: give a URL such as {DEFAULT_URL}")
 
 
+# Engine settings a DuckDB URL may carry (``duckdb:///f.duckdb?memory_limit=4GB&threads=2``):
+# the embedded engine shares the process, so a laptop user must be able to bound it.
+DUCKDB_SETTINGS = ("memory_limit", "threads", "temp_directory")
+
+
+def _duckdb_settings(query: str) -> dict[str, str]:
+    settings: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in DUCKDB_SETTINGS:
+            raise UsageError(
+                f"database URL setting {key!r} is not known for DuckDB: use "
+                + ", ".join(f"{name}=..." for name in DUCKDB_SETTINGS))
+        settings[key] = value
+    return settings
+
+
 def connect(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
     """Open the database named by ``url`` (see :func:`resolve_url`).
 
     ``duckdb:///relative/file.duckdb``, ``duckdb:////absolute/file.duckdb`` and
-    ``duckdb:///:memory:`` follow SQLAlchemy's convention; ``postgresql://user:pw@host:5432/db``
+    ``duckdb:///:memory:`` follow SQLAlchemy's convention (with ``?memory_limit=4GB&threads=2``
+    and ``temp_directory=`` to bound the embedded engine); ``postgresql://user:pw@host:5432/db``
     (also ``postgres://`` and ``postgresql+psycopg://``) opens PostgreSQL through psycopg 3.
     """
     if not _SCHEMA_NAME.match(schema):
@@ -58,10 +76,11 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
     if driver == "duckdb":
         from setanon_sql.backends.duckdb import DuckDBBackend
 
+        rest, _, query = rest.partition("?")
         path = rest[1:] if rest.startswith("/") else rest
         if path in ("", ":memory:"):
             path = ":memory:"
-        return DuckDBBackend(path, schema)
+        return DuckDBBackend(path, schema, _duckdb_settings(query))
     if driver in ("postgresql", "postgres"):
         from setanon_sql.backends.postgres import PostgresBackend
 

@@ -14,6 +14,7 @@ from setanon_sql.errors import (
     InputError,
     PermissionDeniedError,
     SetanonError,
+    UsageError,
 )
 
 
@@ -27,11 +28,11 @@ class DuckDBBackend(Backend):
     name = "duckdb"
     dialect = "duckdb"
 
-    def __init__(self, path: str, schema: str) -> None:
+    def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None) -> None:
         super().__init__(f"duckdb:///{path}", schema)
         self.path = path
         try:
-            self._con = duckdb.connect(path)
+            self._con = duckdb.connect(path, config=dict(settings or {}))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
                 raise ConnectionFailedError(
@@ -39,6 +40,8 @@ class DuckDBBackend(Backend):
                     "writer); wait for that setanon run to finish or close the other program"
                 ) from None
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+        except (duckdb.ParserException, duckdb.InvalidInputException) as error:
+            raise UsageError(f"a setting of the DuckDB URL is not valid: {error}") from None
         except duckdb.Error as error:
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
         # A file named setanon.duckdb is a catalog named 'setanon': qualify fully to stay clear.

@@ -25,6 +25,21 @@ def test_duckdb_memory_and_sqlalchemy_forms(tmp_path) -> None:
         assert backend.path == f"{tmp_path}/a.duckdb"
 
 
+def test_duckdb_url_settings_bound_the_embedded_engine(tmp_path) -> None:
+    with connect(f"duckdb:///{tmp_path}/s.duckdb?memory_limit=1GB&threads=1") as backend:
+        assert backend.path == f"{tmp_path}/s.duckdb"
+        [(limit, threads)] = backend.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')", fetch=True)
+        assert limit == "953.6 MiB" and int(threads) == 1
+
+
+def test_bad_duckdb_url_settings_are_named() -> None:
+    with pytest.raises(UsageError, match="setting 'memory_limt' is not known for DuckDB"):
+        connect("duckdb:///:memory:?memory_limt=1GB")
+    with pytest.raises(UsageError, match="setting of the DuckDB URL is not valid"):
+        connect("duckdb:///:memory:?memory_limit=lots")
+
+
 def test_unknown_scheme_and_missing_scheme() -> None:
     with pytest.raises(ConnectionFailedError, match="scheme 'sqlite' is not supported"):
         connect("sqlite:///x.db")
