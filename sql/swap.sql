@@ -267,14 +267,13 @@ WHERE t.kind <> 'none'
 
 -- name: swap_publish
 -- The swapped database: every item not moved stays; moved items join their new record. An item
--- arriving where it already is collides and is kept once (that is the item loss).
-SELECT DISTINCT record_id, item_id FROM (
-    SELECT i.record_id, i.item_id FROM items i
-    WHERE NOT EXISTS (SELECT 1 FROM moves m
-                      WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
-    UNION ALL
-    SELECT to_record, item_id FROM moves
-) AS swapped
+-- arriving where it already is collides and is kept once (that is the item loss): UNION, not
+-- DISTINCT over UNION ALL, which PostgreSQL 15 planned as a parallel partial hash aggregate for
+-- 40,000 estimated groups; at 1M records (3M rows) that ran over 30 minutes, UNION takes 5 s.
+SELECT i.record_id, i.item_id FROM items i
+WHERE NOT EXISTS (SELECT 1 FROM moves m WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
+UNION
+SELECT to_record, item_id FROM moves
 
 -- name: swap_publish_suppressed
 -- Tendency suppression: the items not moved, nothing arrives. (Through swap_publish, with its
