@@ -49,6 +49,10 @@ class PostgresBackend(Backend):
                 f"cannot connect to {self.describe()}: {reason}; check the URL (--db or "
                 "SETANON_DB) and that the server is running"
             ) from None
+        if self._con.info.server_version >= 140000:
+            # A killed setanon process must not leave its statement running for minutes (and
+            # its dataset lock held): the server polls the socket and cancels once we are gone.
+            self._con.execute("SET client_connection_check_interval = '2s'")
 
     def describe(self) -> str:
         return _hide_password(self.url)

@@ -116,3 +116,35 @@ def test_sigkill_leaves_table_untouched_or_fully_anonymized(
                 assert db.table_names(f"r{run_id}_") == []
         assert checksum(db, user_schema)[0] == original
     print(f"kills: {KILLS}, outcomes: {outcomes}, run seconds: {duration:.2f}")
+
+
+@pytest.mark.postgres
+def test_killed_client_statement_is_cancelled_by_the_server(
+        pg_server_url: str | None) -> None:
+    """A SIGKILLed setanon process must not leave its statement running (nor its locks held)."""
+    if pg_server_url is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but no PostgreSQL server could be found or started")
+        pytest.skip("no PostgreSQL available")
+    marker = f"setanon-kill-{random.randrange(10**9)}"
+    code = ("from setanon_sql.backends import connect\n"
+            f"b = connect({pg_server_url!r})\n"
+            f"b.execute(\"SELECT pg_sleep(120), '{marker}'\")\n")
+    child = subprocess.Popen([sys.executable, "-c", code])
+    watcher = api.open_database(pg_server_url, "setanon")
+    query = (f"SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%{marker}%' "
+             "AND pid <> pg_backend_pid()")
+    try:
+        deadline = time.monotonic() + 30
+        while int(watcher.execute(query, fetch=True)[0][0]) == 0:
+            assert time.monotonic() < deadline, "the child's statement never started"
+            time.sleep(0.2)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        deadline = time.monotonic() + 15
+        while int(watcher.execute(query, fetch=True)[0][0]) > 0:
+            assert time.monotonic() < deadline, "the statement outlived its client by 15 s"
+            time.sleep(0.5)
+    finally:
+        child.kill()
+        watcher.close()
