@@ -100,8 +100,6 @@ def test_undo_refuses_when_the_table_changed_after_the_run(db: Backend, user_sch
 @pytest.fixture
 def readonly_role(db: Backend, pg_server_url: str | None, user_schema: str) -> Iterator[str]:
     """A role that may read the shop tables and use setanon's schema, but not UPDATE them."""
-    if db.name != "postgres":
-        pytest.skip("DuckDB has no roles: file permissions are checked when it is opened")
     url = _require_pg(pg_server_url)
     role = f"ro_{uuid.uuid4().hex[:8]}"
     make_shop(db, user_schema, 3)
@@ -117,6 +115,8 @@ def readonly_role(db: Backend, pg_server_url: str | None, user_schema: str) -> I
         con.execute(f"DROP ROLE {role}")
 
 
+# PostgreSQL only: DuckDB has no roles (its file permissions are checked when it is opened).
+@pytest.mark.parametrize("backend_name", ["postgres"], indirect=True)
 def test_role_without_update_is_refused_before_the_run(db: Backend, readonly_role: str,
                                                        user_schema: str, tmp_path: Path) -> None:
     with api.open_database(readonly_role, db.schema) as limited:
