@@ -306,14 +306,19 @@ SELECT count(*) FROM t
 -- name: swap_hidden
 -- Records with a tendency (either kind) and whether their published record still holds an item
 -- of their original tendency category: hidden means it holds none (Defs. 3-4).
-WITH kept AS (
-    SELECT DISTINCT p.record_id FROM published p
-    JOIN cats c ON c.item_id = p.item_id
-    JOIN tend t ON t.record_id = p.record_id AND t.category = c.category
-)
-SELECT t.kind, count(*), count(*) FILTER (WHERE k.record_id IS NULL)
-FROM tend t LEFT JOIN kept k ON k.record_id = t.record_id
-WHERE t.kind <> 'none' GROUP BY t.kind ORDER BY t.kind
+-- Counted by an anti-join (NOT EXISTS), not by a DISTINCT over the join: PostgreSQL planned the
+-- DISTINCT as a parallel partial aggregate spilling to disk, which ran over 30 min at 10M
+-- records; the anti-join takes 15 s there.
+WITH hidden AS (
+    SELECT t.kind FROM tend t
+    WHERE t.kind <> 'none' AND NOT EXISTS (
+        SELECT 1 FROM published p JOIN cats c ON c.item_id = p.item_id
+        WHERE p.record_id = t.record_id AND c.category = t.category
+    )
+),
+n AS (SELECT kind, count(*) AS n FROM tend WHERE kind <> 'none' GROUP BY kind),
+h AS (SELECT kind, count(*) AS h FROM hidden GROUP BY kind)
+SELECT n.kind, n.n, coalesce(h.h, 0) FROM n LEFT JOIN h ON h.kind = n.kind ORDER BY n.kind
 
 -- name: swap_item_balance
 -- Per item, original and published occurrences: items lost, and items that gained (never
