@@ -8,7 +8,8 @@ attaches them, and runs one `anonymize --in-place` in a child process. It report
 * peak RSS of the child (VmHWM, polled by the parent, and the child's own ru_maxrss at the end).
   On PostgreSQL the engine is another process, so this is the controller's memory. DuckDB runs
   inside the child, so there it includes the engine; `--duckdb-memory-limit` caps DuckDB's
-  buffer manager (set on the child's connection; the backend has no option for it).
+  buffer manager (set on the child's connection; a `?memory_limit=` in the --db URL does the
+  same).
 * the peak of the Python heap (tracemalloc) of the child: the controller's own memory on both
   backends (DuckDB's C++ allocations are not traced).
 
