@@ -54,7 +54,8 @@ SELECT count(DISTINCT s) FROM unsafe
 -- Alg. 1 l.12-13: the item d of Q + {e} of each unsafe rule and N = N_s(d) (eq. 7, cand.k).
 -- 'paper' maximizes F = D'(d) log(D'(d)/D(d)) / N_s(d) (eq. 8; D(t) = share of t among all
 -- occurrences); 'fewest' takes the smallest N_s (then the largest F).
--- rnk orders the rules by the same key: rules sharing records are done in that order.
+-- rnk orders the rules by the same key, then by d (as rho_choose): rules sharing records are
+-- done in that order.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), shares AS (
@@ -75,29 +76,29 @@ WITH tot AS (
            row_number() OVER (PARTITION BY rule_id ORDER BY h DESC, f DESC, k, d) AS choice
     FROM scored
 )
-SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.f DESC, b.k, b.rule_id)
+SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.f DESC, b.k, b.d, b.rule_id)
                            AS BIGINT) AS rnk,
        r.*
 FROM best AS b JOIN rules AS r ON r.rule_id = b.rule_id
 WHERE b.choice = 1
 
 -- name: prho_picks
--- Alg. 1 l.14: N = N_s(d) records of C(Q + {e}) lose d, for every rule not blocked by a rule
--- of higher rank. The records are taken in random order (hkey) when :shared = 0; with
--- :shared = 1 first those records that also support other unsafe rules whose consequent is d
--- (suppressing d there lowers their confidence too), then at random.
+-- Alg. 1 l.14: N = N_s(d) records of C(Q + {e}) lose d, for every rule (the rules blocked by a
+-- rule of higher rank are taken out afterwards: blocked_rules_query). The records are taken in
+-- random order (hkey) when :shared = 0; with :shared = 1 first those records that also support
+-- other unsafe rules whose consequent is d (suppressing d there lowers their confidence too),
+-- then at random.
 WITH helps AS (
     SELECT m.record_id, c.e AS d, count(*) AS n
     FROM members AS m JOIN chosen AS c ON c.rule_id = m.rule_id
     WHERE :shared = 1
     GROUP BY m.record_id, c.e
 ), ranked AS (
-    SELECT m.record_id, c.d AS item_id, c.k,
+    SELECT m.record_id, c.d AS item_id, c.rule_id, c.rnk, c.k,
            row_number() OVER (PARTITION BY m.rule_id
                               ORDER BY coalesce(h.n, 0) DESC, m.hkey, m.record_id) AS pick
     FROM members AS m
     JOIN chosen AS c ON c.rule_id = m.rule_id
     LEFT JOIN helps AS h ON h.record_id = m.record_id AND h.d = c.d
-    WHERE NOT EXISTS (SELECT 1 FROM blocked AS b WHERE b.rule_id = m.rule_id)
 )
-SELECT record_id, item_id FROM ranked WHERE pick <= k
+SELECT record_id, item_id, rule_id, rnk FROM ranked WHERE pick <= k

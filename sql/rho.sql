@@ -85,6 +85,10 @@ SELECT count(*), min(CASE WHEN w >= :w THEN w END), min(w) FROM rules
 -- item type t among the items of T. Footnote 4 divides by |T| (records), but records are never
 -- deleted, so then T(t) <= T0(t) always and eq. 5 could never prefer the over-represented types
 -- "where T(t) > T0(t)" that the text says it targets; over items it can.
+-- Among rules of equal h and k, rnk groups the rules by d: under H_mine every untouched item
+-- scores the same, and ordering those by rule_id interleaved the d's so that most rules of a
+-- long record waited behind a rule suppressing another of their items (see
+-- blocked_rules_query); grouped by d, one round suppresses each chosen d of a record at once.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), scored AS (
@@ -103,7 +107,8 @@ WITH tot AS (
            row_number() OVER (PARTITION BY rule_id ORDER BY h DESC, k, d) AS choice
     FROM scored
 )
-SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.k, b.rule_id) AS BIGINT) AS rnk,
+SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.k, b.d, b.rule_id) AS BIGINT)
+       AS rnk,
        r.*
 FROM best AS b JOIN rules AS r ON r.rule_id = b.rule_id
 WHERE b.choice = 1
@@ -126,15 +131,6 @@ SELECT c.record_id, c.item_id
 FROM cur AS c
 WHERE EXISTS (SELECT 1 FROM best AS b
               WHERE b.choice = 1 AND b.part = c.part AND b.d = c.item_id)
-
--- name: rho_blocked_rules
--- Rules that share a record of C(q u {e}) with a rule of higher priority: they wait for a later
--- round, so the rules sanitized together touch disjoint records and none over-suppresses.
-SELECT DISTINCT m.rule_id
-FROM members AS m
-JOIN (SELECT record_id, min(rnk) AS top FROM members GROUP BY record_id) AS b
-  ON b.record_id = m.record_id
-WHERE b.top < m.rnk
 
 -- name: rho_apply
 -- T := T minus the suppressed occurrences (Alg. 2 l.14).

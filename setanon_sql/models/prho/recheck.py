@@ -1,8 +1,9 @@
 """Alg. 2 l.11-12: the rules of R_S that are still above ρ in the new D', with fresh supports.
 
-One suppression pass (:func:`.rules.suppress`) does only the rules that touch disjoint records;
-the others must be re-checked (l.12) and done in the same sweep, not left until random samples
-find them again (that made the sweeps on BMS-WebView-2 converge very slowly). sq = |C_{D'}(Q)|
+One suppression pass (:func:`.rules.suppress`) does only the rules no rule of higher rank
+interferes with; the others must be re-checked (l.12) and done in the same sweep, not left
+until random samples find them again (that made the sweeps on BMS-WebView-2 converge very
+slowly). sq = |C_{D'}(Q)|
 and sx = |C_{D'}(Q + {e})| of every rule are counted from the records holding the rarest item of
 Q (by its support in D) only.
 """

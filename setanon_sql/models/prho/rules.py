@@ -24,7 +24,11 @@ from setanon_sql.models.rho.qids import (
     unsafe_rules_query,
     xs,
 )
-from setanon_sql.models.rho.suppression import candidates_query
+from setanon_sql.models.rho.suppression import (
+    admitted_picks_query,
+    blocked_rules_query,
+    candidates_query,
+)
 from setanon_sql.sqlrender import with_alias
 
 TableFn = Callable[[str], exp.Table]
@@ -149,9 +153,10 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     For every rule: d = arg max F (eq. 8: D'(d) log(D'(d)/D(d)) / N_s(d)), N = N_s(d) (eq. 7),
     N random records of C(Q + {e}) lose d (``choice`` 'paper'). With 'fewest', d is the item
     with the smallest N_s (then F), and the records that also support other unsafe rules with
-    consequent d go first (one suppression lowers several confidences). Rules sharing a record
-    with a rule of higher rank wait for the next pass, so the rules done together touch
-    disjoint records, as if taken one after the other with l.11's re-check.
+    consequent d go first (one suppression lowers several confidences). A rule waits for the
+    next pass when a rule of higher rank would suppress one of its items from one of its
+    records (:func:`.blocked_rules_query`), so the rules done together act as if taken one after
+    the other with l.11's re-check.
     """
     istat = fresh(backend, table, "istat")
     backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
@@ -163,13 +168,15 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     members = fresh(backend, table, "members")
     query, ritems = members_query(backend, table, chosen, cur, istat, width)
     backend.materialize(members, query, {"seed": seed, "round": round_no})
+    picks = fresh(backend, table, "picks")
+    backend.materialize(picks, "prho_picks", {"shared": int(choice == "fewest")},
+                        {"chosen": chosen, "members": members})
     blocked = fresh(backend, table, "blocked")
-    backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
+    backend.materialize(blocked, blocked_rules_query(chosen, members, picks, width))
     dels = fresh(backend, table, "dels")
-    backend.materialize(dels, "prho_picks", {"shared": int(choice == "fewest")},
-                        {"chosen": chosen, "members": members, "blocked": blocked})
+    backend.materialize(dels, admitted_picks_query(picks, blocked))
     backend.materialize(target, "rho_apply", tables={"cur": cur, "dels": dels})
     count = int(backend.scalar("prho_count_rows", tables={"t": dels}))
-    for work in (istat, cand, chosen, ritems, members, blocked, dels):
+    for work in (istat, cand, chosen, ritems, members, picks, blocked, dels):
         backend.drop_table(work)
     return count

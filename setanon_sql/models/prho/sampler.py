@@ -2,8 +2,8 @@
 
 A sweep draws, for ℓ = 1..m in turn, n_S = ⌈ln(1/δ)/(2ε²)⌉ adversaries of ℓ items (l.6-7),
 finds the rules Q -> e, e ∈ E_u, with conf_{D'} > ρ among them (l.8) and suppresses for them
-as SUPPRESSOR does (l.11-15): passes over the rules that touch disjoint records, each followed
-by the re-check of l.12 (fresh supports), until no rule of R_S is above ρ. The loop ends at
+as SUPPRESSOR does (l.11-15): passes over the rules no higher rule interferes with, each
+followed by the re-check of l.12 (fresh supports), until no rule of R_S is above ρ. The loop ends at
 the first sweep in which every sample of every ℓ is safe (l.4-5, 9-10): by Theorem 7,
 Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. Every sweep and ℓ draws fresh samples, reproducible from
 the seed.

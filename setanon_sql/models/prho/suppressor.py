@@ -2,10 +2,10 @@
 
 A round finds every sensitive rule Q -> {e} (|Q| <= m) of D' with conf > ρ that some adversary
 (u, Q), Q ⊆ D_u, e ∈ E_u can use (l.5-7, all ℓ and u at once), and suppresses for all of them
-that touch disjoint records (l.10-14). The loop ends when a round finds none (l.3-4: safe). Each
-round suppresses at least one occurrence (the rule with the highest F is always done), so it
-ends. Suppression may make other rules unsafe (no monotonicity, Sec. 4.2): the next round's full
-recount finds them.
+that no rule of higher rank interferes with (l.10-14; :func:`.rules.suppress`). The loop ends
+when a round finds none (l.3-4: safe). Each round suppresses at least one occurrence (the rule
+with the highest F is always done), so it ends. Suppression may make other rules unsafe (no
+monotonicity, Sec. 4.2): the next round's full recount finds them.
 """
 
 from __future__ import annotations

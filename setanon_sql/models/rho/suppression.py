@@ -83,17 +83,63 @@ def members_query(backend: Backend, chosen: exp.Table, levels: list[exp.Table],
     return exp.select("*").from_(query.subquery("m"))
 
 
-def picks_query(chosen: exp.Table, members: exp.Table, blocked: exp.Table) -> exp.Select:
-    """(record_id, item_id): k = N_s(d) random records of every admitted rule lose d."""
+def blocked_rules_query(chosen: exp.Table, members: exp.Table, picks: exp.Table,
+                        width: int) -> exp.Select:
+    """Ids of the rules that wait for a later round: those where a rule of higher rank would
+    suppress an item of X from a record of C(X).
+
+    ``picks`` (record_id, item_id, rule_id, rnk) holds the occurrences every rule would
+    suppress if admitted. Why the admitted rules then act as if taken one after the other
+    (Alg. 2 l.5-14, arg max first): rule A deletes d_A from its picks. That changes sup(X_B) or
+    sup(q_B) of a lower rule B only where a picked record holds d_A ∈ X_B. If d_A ∉ X_B, B's
+    supports, N_s and records are what the sequential algorithm would see after A. If d_A ∈ q_B
+    and the record holds q_B but not e_B, only sup(q_B) falls: B's confidence rises, so B is
+    under- rather than over-sanitized and comes back next round. The one case where doing B now
+    could suppress more than needed is a pick of A in C(X_B) with d_A ∈ X_B: those B are
+    blocked here (also when A is itself blocked: waiting is always safe). An earlier version
+    blocked every rule sharing any record of C(X) with a higher one; at ``--m 2`` a long
+    record holds thousands of unsafe rules, and a popular item's rules claimed every record
+    they hold, so a round admitted about one rule per record and full BMS-WebView-1 needed
+    thousands of rounds. ``tops`` holds, per (record, item), the best rank of a rule picking
+    it, so the query stays linear in the member rows (no self-join of members on record).
+    """
+    tops = (exp.select(col("record_id"), col("item_id"),
+                       exp.func("min", col("rnk")).as_("top", quoted=True))
+            .from_(picks.copy()).group_by(col("record_id"), col("item_id")))
+    parts: list[exp.Select] = []
+    for x in xs(width):
+        parts.append(
+            exp.select(col("rule_id", "m")).from_(with_alias(members, "m"))
+            .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m")))
+            .join(exp.Table(this=exp.to_identifier("tops", quoted=True),
+                            alias=exp.TableAlias(this=exp.to_identifier("f", quoted=True))),
+                  on=exp.and_(col("record_id", "f").eq(col("record_id", "m")),
+                              col("item_id", "f").eq(col(x, "c"))))
+            .where(col("top", "f") < col("rnk", "m")))
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=True)
+    return (exp.select(col("rule_id")).distinct().from_(query.subquery("b"))
+            .with_(exp.to_identifier("tops", quoted=True), as_=tops))
+
+
+def picks_query(chosen: exp.Table, members: exp.Table) -> exp.Select:
+    """(record_id, item_id, rule_id, rnk): k = N_s(d) random records of every rule lose d."""
     order = exp.Order(expressions=[exp.Ordered(this=col("hkey", "m")),
                                    exp.Ordered(this=col("record_id", "m"))])
     pick = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id", "m")], order=order)
     ranked = (exp.select(col("record_id", "m"), col("d", "c").as_("item_id", quoted=True),
-                         col("k", "c"), pick.as_("pick", quoted=True))
+                         col("rule_id", "c"), col("rnk", "c"), col("k", "c"),
+                         pick.as_("pick", quoted=True))
               .from_(with_alias(members, "m"))
-              .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m")))
-              .where(exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
-                                         .from_(with_alias(blocked, "b"))
-                                         .where(col("rule_id", "b").eq(col("rule_id", "m")))))))
-    return (exp.select(col("record_id"), col("item_id")).from_(ranked.subquery("r"))
-            .where(col("pick") <= col("k")))
+              .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m"))))
+    return (exp.select(col("record_id"), col("item_id"), col("rule_id"), col("rnk"))
+            .from_(ranked.subquery("r")).where(col("pick") <= col("k")))
+
+
+def admitted_picks_query(picks: exp.Table, blocked: exp.Table) -> exp.Select:
+    """(record_id, item_id): the picks of the rules not blocked, the round's suppressions."""
+    waits = (exp.select(exp.Literal.number(1)).from_(with_alias(blocked, "b"))
+             .where(col("rule_id", "b").eq(col("rule_id", "p"))))
+    return (exp.select(col("record_id", "p"), col("item_id", "p")).distinct()
+            .from_(with_alias(picks, "p")).where(exp.not_(exp.Exists(this=waits))))

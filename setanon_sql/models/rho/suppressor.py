@@ -3,10 +3,11 @@
 The controller keeps the buffer pointer and a few counts. The supports of every qid are counted
 once, then kept up to date by each round's delta (:mod:`.incremental`). A round finds the unsafe
 rules q -> e of the current qid buffer, gives each its best item type d and N_s(d) by the
-heuristic (H_dist, H_mine), and sanitizes all rules that do not share a record of C(q + {e})
-with a rule of higher priority — the rules the sequential Alg. 2, which takes the arg max first,
-would also sanitize before touching their records again. Their records are disjoint, so they
-are done together without over-suppressing; the others wait a round. When the kept supports
+heuristic (H_dist, H_mine), and sanitizes all rules none of whose items a rule of higher
+priority would suppress from one of their records C(q + {e}) — rules whose supports the
+sequential Alg. 2, which takes the arg max first, would leave as they are until it reaches them
+(:func:`.suppression.blocked_rules_query`). They are done together without over-suppressing;
+the others wait a round. When the kept supports
 show no unsafe rule, they are recounted from scratch and compared (the number of itemsets whose
 supports differ is reported, and is 0); only when this full recount finds no unsafe rule in any
 buffer is the table safe (Alg. 1 l.13). Each round suppresses at least one occurrence (the top
@@ -37,10 +38,15 @@ from setanon_sql.models.rho.incremental import (
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
 from setanon_sql.models.rho.rulekeep import kept_rules_query
-from setanon_sql.models.rho.suppression import candidates_query, picks_query
+from setanon_sql.models.rho.suppression import (
+    admitted_picks_query,
+    blocked_rules_query,
+    candidates_query,
+    picks_query,
+)
 from setanon_sql.runs import RunContext
 
-WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "blocked", "dels")
+WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "picks", "blocked", "dels")
 
 
 @dataclass
@@ -187,7 +193,9 @@ class Suppressor:
         members = self._fresh("members")
         backend.materialize(members, members_from_cur(backend, chosen, cur, self.width),
                             {"seed": self.context.seed or 0, "round": round_no})
+        picks = self._fresh("picks")
+        backend.materialize(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")
-        backend.materialize(blocked, "rho_blocked_rules", tables={"members": members})
-        backend.materialize(dels, picks_query(chosen, members, blocked))
+        backend.materialize(blocked, blocked_rules_query(chosen, members, picks, self.width))
+        backend.materialize(dels, admitted_picks_query(picks, blocked))
         return dels
