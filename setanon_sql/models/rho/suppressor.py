@@ -7,11 +7,11 @@ heuristic (H_dist, H_mine), and sanitizes all rules none of whose items a rule o
 priority would suppress from one of their records C(q + {e}) — rules whose supports the
 sequential Alg. 2, which takes the arg max first, would leave as they are until it reaches them
 (:func:`.suppression.blocked_rules_query`). They are done together without over-suppressing;
-the others wait a round. When the kept supports
-show no unsafe rule, they are recounted from scratch and compared (the number of itemsets whose
-supports differ is reported, and is 0); only when this full recount finds no unsafe rule in any
-buffer is the table safe (Alg. 1 l.13). Each round suppresses at least one occurrence (the top
-rule is always admitted), so the loop ends.
+the others wait a round. When the kept supports show no unsafe rule, they are recounted from
+scratch and compared (the number of itemsets whose supports differ is reported, and is 0);
+only when this full recount finds no unsafe rule in any buffer is the table safe (Alg. 1 l.13).
+Each round suppresses at least one occurrence (the top rule is always admitted), so the loop
+ends.
 
 ``--heuristic global`` is the global suppression baseline: every unsafe rule votes for an item
 type of q + {e} and every occurrence of the voted types goes. Global suppression never makes a
