@@ -34,18 +34,20 @@ def suppression_number(divisor: exp.Expression) -> exp.Expression:
 
 
 def candidates_query(rules: exp.Table, width: int) -> exp.Select:
-    """(rule_id, part, d, k) for every d ∈ q + {e} of the rules of buffer ``:w``; k = N_s(d)."""
+    """(rule_id, part, d, k, ise) for every d ∈ q + {e} of the rules of buffer ``:w``; k = N_s(d),
+    ise = 1 for d = e."""
     in_buffer = col("w").eq(placeholder("w"))
     parts: list[exp.Select] = [
         exp.select(col("rule_id"), col("part"), col("e").as_("d", quoted=True),
-                   suppression_number(placeholder("den")).as_("k", quoted=True))
+                   suppression_number(placeholder("den")).as_("k", quoted=True),
+                   exp.Literal.number(1).as_("ise", quoted=True))
         .from_(rules.copy()).where(in_buffer)
     ]
     for p in range(1, width):
         parts.append(
             exp.select(col("rule_id"), col("part"), col(f"q{p}").as_("d", quoted=True),
                        suppression_number(placeholder("den") - placeholder("num"))
-                       .as_("k", quoted=True))
+                       .as_("k", quoted=True), exp.Literal.number(0).as_("ise", quoted=True))
             .from_(rules.copy())
             .where(exp.and_(in_buffer, col(f"q{p}").neq(exp.Literal.number(0)))))
     query: exp.Query = parts[0]
