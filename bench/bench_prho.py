@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bms2]
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
-       [--choice paper|fewest] [--workdir DIR]
+       [--choice paper|fewest] [--repair-pool N] [--workdir DIR]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
   every adversary (--m all), fixed vs personalized, 40% sensitive; util_mining as in Exp. 2.
@@ -123,6 +123,8 @@ def main() -> None:
     parser.add_argument("--no-check", action="store_true")
     parser.add_argument("--workdir", default="/tmp/bench_prho")
     parser.add_argument("--choice", default="paper", choices=["paper", "fewest"])
+    parser.add_argument("--repair-pool", type=int, default=1,
+                        help="SAMPLESUPPRESSOR: repair from N x n_S draws per sweep (1 = paper)")
     parser.add_argument("--share", type=float, default=None,
                         help="run on a random extract of this share of the records (seeded by "
                              "--extract-seed), as the paper's 10%% extracts")
@@ -167,7 +169,7 @@ def main() -> None:
                 params: dict = {"rho": args.rho, "setting": setting,
                                 "sensitive_fraction": fraction, "m": m, "choice": args.choice}
                 if exp == "2s":
-                    params.update(epsilon=args.eps, delta=args.eps)
+                    params.update(epsilon=args.eps, delta=args.eps, repair_pool=args.repair_pool)
                 started = time.perf_counter()
                 api.anonymize(db, dataset, model, params, seed=seed)
                 seconds = time.perf_counter() - started

@@ -50,6 +50,10 @@ SELECT r.* FROM rules AS r WHERE EXISTS (SELECT 1 FROM ids AS i WHERE i.rule_id 
 -- Sampled adversaries (s) for which D' is not safe.
 SELECT count(DISTINCT s) FROM unsafe
 
+-- name: prho_unsafe_pool
+-- Unsafe sampled adversaries of a repair pool: all of them, and those of the check (s <= :n).
+SELECT count(DISTINCT s), count(DISTINCT CASE WHEN s <= :n THEN s END) FROM unsafe
+
 -- name: prho_choose
 -- Alg. 1 l.12-13: the item d of Q + {e} of each unsafe rule and N = N_s(d) (eq. 7, cand.k).
 -- 'paper' maximizes F = D'(d) log(D'(d)/D(d)) / N_s(d) (eq. 8; D(t) = share of t among all

@@ -18,11 +18,11 @@ from tests.oracle import prho_oracle as oracle
 PRHO = require_model("prho")
 
 
-@pytest.mark.parametrize(("setting", "seed", "choice"), [("personalized+", 1, "paper"),
-                                                         ("fixed", 2, "paper"),
-                                                         ("personalized", 3, "fewest")])
+@pytest.mark.parametrize(("setting", "seed", "choice", "pool"),
+                         [("personalized+", 1, "paper", 1), ("fixed", 2, "paper", 1),
+                          ("personalized", 3, "fewest", 1), ("personalized+", 4, "paper", 5)])
 def test_unsafe_share_is_below_epsilon_for_every_l(db: Backend, tmp_path: Path, setting: str,
-                                                   seed: int, choice: str) -> None:
+                                                   seed: int, choice: str, pool: int) -> None:
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 30, 8, 5))
     original = oracle.read_fimi(source)
@@ -30,11 +30,14 @@ def test_unsafe_share_is_below_epsilon_for_every_l(db: Backend, tmp_path: Path, 
     dataset = api.load_transactions(db, source, "d")
     api.anonymize(db, dataset, PRHO, {"rho": 0.5, "setting": setting, "sensitive_fraction": 0.3,
                                       "noise": 0.1, "m": 3, "epsilon": 0.1, "delta": 0.1,
-                                      "choice": choice},
+                                      "choice": choice, "repair_pool": pool},
                   seed=seed)
     run = api.get_run(db, dataset, "latest")
     output = published(db, dataset, run, tmp_path)
     assert run.figures["samples_per_l"] == 116  # ⌈ln 10 / (2 · 0.01)⌉, as in Sec. 5.3
+    assert run.figures["repair_pool"] == pool
+    last = [entry for entry in run.figures["history"] if entry["sweep"] == run.figures["sweeps"]]
+    assert [entry["unsafe_samples"] for entry in last] == [0, 0, 0]  # Alg. 2 l.4-10
     assert oracle.is_record_subset(original, output)
     rho = Fraction(1, 2)
     assert max(oracle.unsafe_share(original, original, constraint, rho, ell)

@@ -107,6 +107,10 @@ OPTIONS = (
                  help="item and records to suppress per unsafe rule: 'paper' = eq. 8 and random "
                       "records; 'fewest' = the smallest N_s, records shared with other unsafe "
                       "rules first"),
+    click.Option(["--repair-pool"], type=int, default=1, show_default=True,
+                 help="SampleSuppressor: a sweep whose n_S check samples of some size are not "
+                      "all safe repairs the unsafe adversaries among N x n_S draws (the first "
+                      "n_S are the check); fewer sweeps, same guarantee; 1 = the paper"),
     click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
 )
 

@@ -35,6 +35,7 @@ class PrhoParams:
     noise: float
     column: str | None
     choice: str = "paper"
+    repair_pool: int = 1
 
     @property
     def sampled(self) -> bool:
@@ -127,13 +128,21 @@ def parse_params(params: dict[str, Any]) -> PrhoParams:
     if choice not in CHOICES:
         raise UsageError(f"--choice {choice!r} is not one of {', '.join(CHOICES)} ('paper' = "
                          "eq. 8 and random records, 'fewest' = fewest suppressions)")
+    pool = params.get("repair_pool")
+    pool = 1 if pool is None else pool
+    if isinstance(pool, bool) or not isinstance(pool, int) or pool < 1:
+        raise UsageError(f"--repair-pool {pool!r} must be a whole number >= 1 (1 = the paper: "
+                         "a sweep repairs the unsafe adversaries among its n_S check samples)")
+    if pool > 1 and epsilon is None:
+        raise UsageError("--repair-pool applies to SAMPLESUPPRESSOR: give --epsilon and "
+                         "--delta too, or leave it out")
     if constraint is not None and not Path(constraint).is_file():
         raise InputError(f"--constraint {constraint!r}: no such file; give a FIMI file whose "
                          "line n lists the items record n protects")
     return PrhoParams(value, m, epsilon, delta, constraint, setting,
                       float(fraction) if fraction is not None else None,
                       float(noise) if noise is not None else DEFAULT_NOISE, params.get("column"),
-                      choice)
+                      choice, pool)
 
 
 def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:

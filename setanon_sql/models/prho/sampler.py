@@ -7,6 +7,13 @@ followed by the re-check of l.12 (fresh supports), until no rule of R_S is above
 the first sweep in which every sample of every ℓ is safe (l.4-5, 9-10): by Theorem 7,
 Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. Every sweep and ℓ draws fresh samples, reproducible from
 the seed.
+
+``--repair-pool N`` (N > 1, not in the paper) draws N·n_S adversaries per ℓ instead of n_S. The
+first n_S of them, i.i.d. from A^ℓ as before, are the check; only when the check finds an unsafe
+one are the unsafe adversaries of the whole pool repaired. A sweep that repairs nothing is one
+whose check samples are all safe, so the run still ends exactly as Alg. 2 l.4-10 says and
+Theorem 7 applies unchanged; the pool only lets one sweep repair what several sweeps of n_S
+samples would find one after the other. With N = 1 the draws equal the paper's.
 """
 
 from __future__ import annotations
@@ -49,11 +56,14 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             started = time.perf_counter()
             key = f"{seed}:{sweep}:{ell}"
             samp, hits = sample(backend, table, base, olen, ell,
-                                draw_ranks(key, n_s, eligible[ell]), key)
+                                draw_ranks(key, n_s * chosen.repair_pool, eligible[ell]), key)
             unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                         chosen.rho)
-            n_unsafe = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
+            in_pool, n_unsafe = (int(n) for n in backend.query(
+                "prho_unsafe_pool", {"n": n_s}, {"unsafe": unsafe})[0])
             entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}
+            if chosen.repair_pool > 1:
+                entry["unsafe_in_pool"] = in_pool
             if n_unsafe:
                 safe = False
                 rules = fresh(backend, table, "rules")
@@ -87,6 +97,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
         if safe:
             break
     backend.drop_table(olen)
-    figures = {"samples_per_l": n_s, "sweeps": sweep, "epsilon": chosen.epsilon,
-               "delta": chosen.delta, "eligible_records_per_l": eligible}
+    figures = {"samples_per_l": n_s, "repair_pool": chosen.repair_pool, "sweeps": sweep,
+               "epsilon": chosen.epsilon, "delta": chosen.delta,
+               "eligible_records_per_l": eligible}
     return cur, history, figures
