@@ -57,13 +57,14 @@ SELECT count(DISTINCT s), count(DISTINCT CASE WHEN s <= :n THEN s END) FROM unsa
 -- name: prho_choose
 -- Alg. 1 l.12-13: the item d of Q + {e} of each unsafe rule and N = N_s(d) (eq. 7, cand.k).
 -- 'paper' maximizes F = D'(d) log(D'(d)/D(d)) / N_s(d) (eq. 8; D(t) = share of t among all
--- occurrences); 'fewest' takes the smallest N_s (then the largest F).
+-- occurrences); 'fewest' takes the smallest N_s (then the largest F). Remaining ties go to e
+-- (as in rho_choose: taking e out of a record answers every rule Q -> e it supports).
 -- rnk orders the rules by the same key, then by d (as rho_choose): rules sharing records are
 -- done in that order.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), shares AS (
-    SELECT c.rule_id, c.d, c.k,
+    SELECT c.rule_id, c.d, c.k, c.ise,
            (CAST(i.n AS DOUBLE PRECISION) / t.n)
            * ln((CAST(i.n AS DOUBLE PRECISION) / t.n) / (CAST(i.n0 AS DOUBLE PRECISION) / t.n0))
            AS num
@@ -71,13 +72,14 @@ WITH tot AS (
     JOIN istat AS i ON i.part = c.part AND i.item_id = c.d
     JOIN tot AS t ON t.part = c.part
 ), scored AS (
-    SELECT rule_id, d, k,
+    SELECT rule_id, d, k, ise,
            CASE WHEN :choice = 'fewest' THEN -CAST(k AS DOUBLE PRECISION) ELSE num / k END AS h,
            num / k AS f
     FROM shares
 ), best AS (
     SELECT rule_id, d, k, h, f,
-           row_number() OVER (PARTITION BY rule_id ORDER BY h DESC, f DESC, k, d) AS choice
+           row_number() OVER (PARTITION BY rule_id ORDER BY h DESC, f DESC, k, ise DESC, d)
+               AS choice
     FROM scored
 )
 SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.f DESC, b.k, b.d, b.rule_id)
