@@ -94,9 +94,9 @@ def members_from_cur(backend: Backend, chosen: exp.Table, cur: exp.Table,
                      width: int) -> exp.Select:
     """(rule_id, rnk, record_id, hkey): the records of ``cur`` holding every item of X.
 
-    Same columns and the same random key md5(seed:round:rule:record) as
-    :func:`.suppression.members_query`, so the records that lose an item are reproducible from
-    ``:seed`` and the same on every backend (Alg. 2 l.13).
+    ``hkey`` = md5(seed:round:rule:record), compared byte-wise, orders a rule's records at
+    random, so the records that lose an item are reproducible from ``:seed`` and the same on
+    every backend (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
     """
     text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
             exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t1"), "TEXT")]

@@ -1,7 +1,7 @@
 """How many occurrences to suppress for a rule, and from which records (Jia et al. Def. 1, Alg. 2).
 
-Shared with the personalized model: the suppression number N_s, the records C(q + {e}) a rule
-may suppress from, and the reproducible random choice among them.
+Shared with the personalized model: the suppression number N_s, the candidates d of a rule,
+which rules one round sanitizes together, and the picks of those rules.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.qids import col, placeholder, xs
 from setanon_sql.sqlrender import with_alias
 
@@ -54,35 +53,6 @@ def candidates_query(rules: exp.Table, width: int) -> exp.Select:
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
     return exp.select("*").from_(query.subquery("c"))
-
-
-def members_query(backend: Backend, chosen: exp.Table, levels: list[exp.Table],
-                  width: int) -> exp.Select:
-    """(rule_id, rnk, record_id, hkey): the records C(q + {e}) of every chosen rule.
-
-    ``hkey`` = md5(seed:round:rule:record) orders a rule's records at random, the same way on
-    every backend (compared byte-wise), so the records that lose an item are reproducible from
-    ``:seed`` (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
-    """
-    text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
-            exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "l"), "TEXT")]
-    joined: exp.Expression = text[0]
-    for part in text[1:]:
-        joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
-                           expression=part)
-    hkey = backend.binary_sort_key(exp.func("md5", joined))
-    parts: list[exp.Select] = []
-    for k in range(2, width + 1):
-        on = [col("part", "l").eq(col("part", "c")), col("size", "c").eq(exp.Literal.number(k))]
-        on += [col(x, "l").eq(col(x, "c")) for x in xs(k)]
-        parts.append(exp.select(col("rule_id", "c"), col("rnk", "c"), col("record_id", "l"),
-                                hkey.copy().as_("hkey", quoted=True))
-                     .from_(with_alias(chosen, "c"))
-                     .join(with_alias(levels[k - 1], "l"), on=exp.and_(*on)))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
-    return exp.select("*").from_(query.subquery("m"))
 
 
 def blocked_rules_query(chosen: exp.Table, members: exp.Table, picks: exp.Table,
