@@ -251,19 +251,35 @@ FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
 -- name: km_sample_union
 SELECT sid, item_id, supp FROM samples UNION ALL SELECT sid, item_id, supp FROM fresh
 
--- name: km_sample_groups
--- The samples generalized by the cut, identical generalized itemsets grouped (gid).
+-- name: km_sample_keys
+-- (sid, vid): each sample's itemset generalized by the cut; identical generalized itemsets
+-- share a vid (numbered by their first sample).
 WITH sn AS (
     SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
 ), keyed AS (
     SELECT sid, string_agg(CAST(node_id AS TEXT), ',' ORDER BY node_id) AS gkey
     FROM sn GROUP BY sid
 ), groups AS (
-    SELECT gkey, CAST(row_number() OVER (ORDER BY min(sid)) AS BIGINT) AS gid, count(*) AS n
+    SELECT gkey, CAST(row_number() OVER (ORDER BY min(sid)) AS BIGINT) AS gid
     FROM keyed GROUP BY gkey
 )
-SELECT DISTINCT g.gid AS vid, sn.node_id, g.n
-FROM sn JOIN keyed AS k ON k.sid = sn.sid JOIN groups AS g ON g.gkey = k.gkey
+SELECT k.sid, g.gid AS vid FROM keyed AS k JOIN groups AS g ON g.gkey = k.gkey
+
+-- name: km_sample_groups
+-- The generalized sample itemsets (vid, node_id, n), one node per row; n = samples behind it.
+WITH sn AS (
+    SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
+), sizes AS (
+    SELECT vid, count(*) AS n FROM keys GROUP BY vid
+)
+SELECT DISTINCT k.vid, sn.node_id, z.n
+FROM sn JOIN keys AS k ON k.sid = sn.sid JOIN sizes AS z ON z.vid = k.vid
+
+-- name: km_violating_samples
+-- The samples whose generalized itemset is among the violations (the only ones a coarser cut
+-- can still leave below k: supports never shrink when nodes merge).
+SELECT s.sid, s.item_id, s.supp FROM samples AS s
+WHERE s.sid IN (SELECT k.sid FROM keys AS k WHERE k.vid IN (SELECT vid FROM violations))
 
 -- name: km_group_violations
 -- Generalized sample itemsets with support below :k in <R, D> (vid, node_id, samples).

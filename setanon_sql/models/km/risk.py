@@ -16,6 +16,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
+from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.target import target_attribute
 from setanon_sql.names import staging_table
@@ -74,12 +75,10 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         backend.materialize(cut, "km_published_cut", None, published_tables)
         backend.materialize(g, "km_published_generalized", None, published_tables)
         drawn = sampler.draw(ell, count, samples)
-        backend.materialize(groups, "km_sample_groups", None, {"samples": samples, "cut": cut})
+        group_samples(backend, samples, cut, _staging("keys", made, backend), groups)
         backend.materialize(violations, "km_group_violations", {"k": k},
                             {"groups": groups, "g": g})
-        bad = backend.scalar(exp.select(exp.func("sum", exp.column("n"))).from_(
-            exp.select("vid", "n").distinct().from_(violations.copy()).subquery("v")))
-        return int(bad or 0), drawn
+        return violating_count(backend, violations), drawn
     finally:
         for table in made.values():
             backend.drop_table(table)

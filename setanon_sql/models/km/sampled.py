@@ -6,6 +6,11 @@ exact search (l.13-14), and the pool is re-checked under the new cut. Once the p
 FRESH pool of γ samples is drawn (l.15 resets S after a merge: samples that steered the search
 do not certify it); the size is done when a fresh pool passes without any merge, so the γ
 certifying samples were drawn after the final cut was fixed, as Theorem 1 needs.
+
+Between two draws only the violating samples are re-checked: a merge only coarsens nodes, and
+a record holding items under nodes A and B still holds items under their merged parents, so the
+support of a generalized sample never shrinks and a k-anonymous sample stays k-anonymous. The
+count of violating samples per round is the same as re-checking the whole pool.
 """
 
 from __future__ import annotations
@@ -14,10 +19,26 @@ from typing import Any
 
 from sqlglot import exp
 
+from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.graph import AnyGeneralization
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
+
+
+def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
+                  groups: exp.Table) -> None:
+    """keys(sid, vid) and groups(vid, node_id, n): the pool generalized by ``cut``."""
+    backend.materialize(keys, "km_sample_keys", None, {"samples": pool, "cut": cut})
+    backend.materialize(groups, "km_sample_groups", None,
+                        {"samples": pool, "cut": cut, "keys": keys})
+
+
+def violating_count(backend: Backend, violations: exp.Table) -> int:
+    """Samples behind the violating generalized itemsets (``violations`` has a row per node)."""
+    return int(backend.scalar(
+        exp.select(exp.func("coalesce", exp.func("sum", exp.column("n")), 0))
+        .from_(exp.select("vid", "n").distinct().from_(violations.copy()).subquery("v"))))
 
 
 def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell: int, k: int,
@@ -25,21 +46,21 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
     """Generalize until γ(σ) fresh samples of size ℓ are all k-anonymous; one entry per round."""
     b = gen.backend
     need = gamma(sigma)
-    pool, groups, violations = gen.table("samples"), gen.table("groups"), gen.table("sviol")
+    pool, keys, groups = gen.table("samples"), gen.table("skeys"), gen.table("groups")
+    violations, narrowed = gen.table("sviol"), gen.table("snarrow")
     history: list[dict[str, Any]] = []
     drawn, fresh = sampler.draw(ell, need, pool), True
     while drawn:
         generalized = gen.generalized()
-        b.materialize(groups, "km_sample_groups", None, {"samples": pool, "cut": gen.cut})
+        group_samples(b, pool, gen.cut, keys, groups)
         b.materialize(violations, "km_group_violations", {"k": k},
                       {"groups": groups, "g": generalized})
         b.drop_table(groups)
         b.drop_table(generalized)
-        bad = int(b.scalar(exp.select(exp.func("coalesce", exp.func("sum", exp.column("n")), 0))
-                           .from_(exp.select("vid", "n").distinct()
-                                  .from_(violations.copy()).subquery("v"))))
+        bad = violating_count(b, violations)
         if not bad:
             b.drop_table(violations)
+            b.drop_table(keys)
             if fresh:
                 history.append({"size": ell, "certified_by": drawn, "gamma": need})
                 break
@@ -47,7 +68,12 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
             drawn, fresh = sampler.draw(ell, need, pool), True
             continue
         merges = gen.merge(violations, error, batch)
-        b.drop_table(violations)
+        b.materialize(narrowed, "km_violating_samples", None,
+                      {"samples": pool, "keys": keys, "violations": violations})
+        for table in (violations, keys, pool):
+            b.drop_table(table)
+        b.materialize(pool, exp.select("*").from_(narrowed.copy()))
+        b.drop_table(narrowed)
         history.append({"size": ell, "violating_samples": bad, "samples": drawn,
                         "merges": merges})
         fresh = False
