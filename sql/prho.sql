@@ -57,8 +57,11 @@ SELECT count(DISTINCT s), count(DISTINCT CASE WHEN s <= :n THEN s END) FROM unsa
 -- name: prho_choose
 -- Alg. 1 l.12-13: the item d of Q + {e} of each unsafe rule and N = N_s(d) (eq. 7, cand.k).
 -- 'paper' maximizes F = D'(d) log(D'(d)/D(d)) / N_s(d) (eq. 8; D(t) = share of t among all
--- occurrences); 'fewest' takes the smallest N_s (then the largest F). Remaining ties go to e
--- (as in rho_choose: taking e out of a record answers every rule Q -> e it supports).
+-- occurrences); 'fewest' takes the smallest N_s, then e, then the largest F. Since
+-- N_s(e) <= N_s(q) for every q (eq. 7, 1 - rho < 1), 'fewest' always takes e: taking e out of a
+-- record answers every rule Q -> e the record supports, where taking q out answers only the
+-- rules whose Q holds q (a record whose 5-itemsets are all unique has many Q per e).
+-- Remaining ties of 'paper' go to e for the same reason (as in rho_choose).
 -- rnk orders the rules by the same key, then by d (as rho_choose): rules sharing records are
 -- done in that order.
 WITH tot AS (
@@ -73,7 +76,8 @@ WITH tot AS (
     JOIN tot AS t ON t.part = c.part
 ), scored AS (
     SELECT rule_id, d, k, ise,
-           CASE WHEN :choice = 'fewest' THEN -CAST(k AS DOUBLE PRECISION) ELSE num / k END AS h,
+           CASE WHEN :choice = 'fewest' THEN 0.5 * ise - CAST(k AS DOUBLE PRECISION)
+                ELSE num / k END AS h,  -- 'fewest': the smallest N_s, then e (k is whole)
            num / k AS f
     FROM shares
 ), best AS (

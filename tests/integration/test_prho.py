@@ -36,7 +36,8 @@ def published(db: Backend, dataset: api.Dataset, run: api.Run,
     return oracle.read_fimi(out)
 
 
-@pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest")])
+@pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest"), (8, "fewest"),
+                                            (9, "fewest")])
 def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, seed: int,
                                                  choice: str) -> None:
     """Each record protects its own random items (some it does not have); m = all."""
@@ -58,6 +59,9 @@ def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, se
     assert run.figures["util_info"] == pytest.approx(oracle.util_info(original, output))
     assert run.figures["util_dist"] == pytest.approx(oracle.util_dist(original, output))
     assert api.verify(db, dataset, run).ok
+    if choice == "fewest":  # N_s(e) <= N_s(q) (eq. 7): only consequents are ever taken out
+        protected = set().union(*constraint)
+        assert all(o - p <= protected for o, p in zip(original, output, strict=True))
 
 
 @pytest.mark.parametrize(("setting", "seed"), [("fixed", 4), ("personalized", 5),
@@ -95,3 +99,21 @@ def test_same_seed_same_output_and_verify_catches_the_input(db: Backend, tmp_pat
     db.execute(f"INSERT INTO {table} SELECT record_id, item_id FROM {items}")
     result = api.verify(db, dataset, runs[1])
     assert not result.ok and result.details["unsafe_rules"] > 0
+
+
+@pytest.mark.parametrize("choice", ["paper", "fewest"])
+def test_fewest_takes_the_sensitive_item_out(db: Backend, tmp_path: Path, choice: str) -> None:
+    # Record 1 is the only holder of {1, 2, 3} and protects 3: every Q of it makes Q -> 3 reach
+    # conf 1, and N_s = 1 for each of 1, 2 and 3 (eq. 7). 'fewest' takes 3 out (one suppression
+    # answers all of them); 'paper' (eq. 8) scores the items by their D' shares and may take
+    # items of Q instead. Both outputs must be safe; only 'fewest' must keep 1 and 2.
+    source = write(tmp_path / "in.dat", "1 2 3\n1 4\n2 4\n4 5\n")
+    write(tmp_path / "e.dat", "3\n\n\n\n")
+    original = oracle.read_fimi(source)
+    constraint = [{"3"}, set(), set(), set()]
+    dataset = api.load_transactions(db, source, "d")
+    run = run_prho(db, dataset, 1, rho=0.5, constraint=str(tmp_path / "e.dat"), choice=choice)
+    output = published(db, dataset, run, tmp_path)
+    assert oracle.unsafe_adversaries(original, output, constraint, Fraction(1, 2), None) == []
+    if choice == "fewest":
+        assert output == [frozenset({"1", "2"}), *original[1:]]
