@@ -36,8 +36,8 @@ def published(db: Backend, dataset: api.Dataset, run: api.Run,
     return oracle.read_fimi(out)
 
 
-@pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest"), (8, "fewest"),
-                                            (9, "fewest")])
+@pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest"),
+                                              (8, "fewest"), (9, "fewest")])
 def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, seed: int,
                                                  choice: str) -> None:
     """Each record protects its own random items (some it does not have); m = all."""
