@@ -252,8 +252,8 @@ FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
 SELECT sid, item_id, supp FROM samples UNION ALL SELECT sid, item_id, supp FROM fresh
 
 -- name: km_sample_keys
--- (sid, vid): each sample's itemset generalized by the cut; identical generalized itemsets
--- share a vid (numbered by their first sample).
+-- (sid, vid, node_id): each sample's itemset generalized by the cut, a row per node; identical
+-- generalized itemsets share a vid (numbered by their first sample).
 WITH sn AS (
     SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
 ), keyed AS (
@@ -263,17 +263,15 @@ WITH sn AS (
     SELECT gkey, CAST(row_number() OVER (ORDER BY min(sid)) AS BIGINT) AS gid
     FROM keyed GROUP BY gkey
 )
-SELECT k.sid, g.gid AS vid FROM keyed AS k JOIN groups AS g ON g.gkey = k.gkey
+SELECT sn.sid, g.gid AS vid, sn.node_id
+FROM sn JOIN keyed AS k ON k.sid = sn.sid JOIN groups AS g ON g.gkey = k.gkey
 
 -- name: km_sample_groups
 -- The generalized sample itemsets (vid, node_id, n), one node per row; n = samples behind it.
-WITH sn AS (
-    SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
-), sizes AS (
-    SELECT vid, count(*) AS n FROM keys GROUP BY vid
+WITH sizes AS (
+    SELECT vid, count(DISTINCT sid) AS n FROM keys GROUP BY vid
 )
-SELECT DISTINCT k.vid, sn.node_id, z.n
-FROM sn JOIN keys AS k ON k.sid = sn.sid JOIN sizes AS z ON z.vid = k.vid
+SELECT DISTINCT k.vid, k.node_id, z.n FROM keys AS k JOIN sizes AS z ON z.vid = k.vid
 
 -- name: km_violating_samples
 -- The samples whose generalized itemset is among the violations (the only ones a coarser cut

@@ -28,10 +28,9 @@ from setanon_sql.models.km.samplesize import gamma
 
 def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
                   groups: exp.Table) -> None:
-    """keys(sid, vid) and groups(vid, node_id, n): the pool generalized by ``cut``."""
+    """keys(sid, vid, node_id) and groups(vid, node_id, n): the pool generalized by ``cut``."""
     backend.materialize(keys, "km_sample_keys", None, {"samples": pool, "cut": cut})
-    backend.materialize(groups, "km_sample_groups", None,
-                        {"samples": pool, "cut": cut, "keys": keys})
+    backend.materialize(groups, "km_sample_groups", None, {"keys": keys})
 
 
 def violating_count(backend: Backend, violations: exp.Table) -> int:
@@ -72,8 +71,7 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
                       {"samples": pool, "keys": keys, "violations": violations})
         for table in (violations, keys, pool):
             b.drop_table(table)
-        b.materialize(pool, exp.select("*").from_(narrowed.copy()))
-        b.drop_table(narrowed)
+        pool, narrowed = narrowed, pool  # the two names take turns: no copy back
         history.append({"size": ell, "violating_samples": bad, "samples": drawn,
                         "merges": merges})
         fresh = False

@@ -154,10 +154,9 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     N random records of C(Q + {e}) lose d (``choice`` 'paper'). With 'fewest', d is the item
     with the smallest N_s, ties to e (so always e: N_s(e) <= N_s(q), eq. 7), and the records
     that also support other unsafe rules with consequent d go first (one suppression lowers
-    several confidences). A rule waits for the
-    next pass when a rule of higher rank would suppress one of its items from one of its
-    records (:func:`.blocked_rules_query`), so the rules done together act as if taken one after
-    the other with l.11's re-check.
+    several confidences). A rule waits for the next pass when a rule of higher rank would
+    suppress one of its items from one of its records (:func:`.blocked_rules_query`), so the
+    rules done together act as if taken one after the other with l.11's re-check.
     """
     istat = fresh(backend, table, "istat")
     backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
