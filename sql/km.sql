@@ -210,34 +210,34 @@ SELECT pid, item_id FROM (
 ) AS ranked
 WHERE r <= :ell
 
+-- name: km_proposal_keys
+-- (pid, vid): the proposals numbered by distinct itemset, so that each itemset's support is
+-- counted once (an itemset is proposed in proportion to its support: frequent ones repeat).
+WITH keyed AS (
+    SELECT pid, string_agg(CAST(item_id AS TEXT), ',' ORDER BY item_id) AS ikey
+    FROM subs GROUP BY pid
+), ids AS (
+    SELECT ikey, CAST(row_number() OVER (ORDER BY min(pid)) AS BIGINT) AS vid
+    FROM keyed GROUP BY ikey
+)
+SELECT k.pid, i.vid FROM keyed AS k JOIN ids AS i ON i.ikey = k.ikey
+
+-- name: km_proposal_itemsets
+-- (vid, node_id): each distinct proposed itemset once, as the support plans expect it.
+SELECT DISTINCT pk.vid, s.item_id AS node_id FROM pkeys AS pk JOIN subs AS s ON s.pid = pk.pid
+
+-- name: km_sample_records_as_nodes
+-- D as (record_id, node_id), the shape the support plans read (the identity generalization).
+SELECT record_id, item_id AS node_id FROM items
+
 -- name: km_sample_accept
 -- A proposed itemset C is drawn with probability supp(C) / Z; accepting it with probability
 -- 1 / supp(C) leaves every itemset of Omega^ℓ equally likely (rejection sampling), and draws
 -- are independent, as Theorem 1 requires. New samples are numbered after :offset.
--- supp(C): the records of the rarest item of C that hold all ℓ items (rarest first keeps the
--- join small: the postings of frequent items are never scanned whole).
-WITH occ AS (
-    SELECT s.item_id, count(*) AS n
-    FROM (SELECT DISTINCT item_id FROM subs) AS s JOIN items AS i ON i.item_id = s.item_id
-    GROUP BY s.item_id
-), ranked AS (
-    SELECT s.pid, s.item_id,
-           row_number() OVER (PARTITION BY s.pid ORDER BY o.n, s.item_id) AS pos
-    FROM subs AS s JOIN occ AS o ON o.item_id = s.item_id
-), holders AS (
-    SELECT r.pid, i.record_id
-    FROM ranked AS r JOIN items AS i ON i.item_id = r.item_id
-    WHERE r.pos = 1
-), supp AS (
-    SELECT pid, count(*) AS supp FROM (
-        SELECT h.pid, h.record_id
-        FROM holders AS h
-        JOIN subs AS s ON s.pid = h.pid
-        JOIN items AS i ON i.record_id = h.record_id AND i.item_id = s.item_id
-        GROUP BY h.pid, h.record_id
-        HAVING count(*) = :ell
-    ) AS full_holders
-    GROUP BY pid
+-- support(vid, supp): supp(C) of each distinct proposal (groupsupport.py); every proposal is
+-- held by the record it was drawn from, so each has a row.
+WITH supp AS (
+    SELECT pk.pid, s.supp FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
 ), kept AS (
     SELECT pid, supp FROM supp
     WHERE km_uniform('accept', :seed, :ell, :round, pid) * supp < 1
@@ -279,9 +279,13 @@ SELECT DISTINCT k.vid, k.node_id, z.n FROM keys AS k JOIN sizes AS z ON z.vid = 
 SELECT s.sid, s.item_id, s.supp FROM samples AS s
 WHERE s.sid IN (SELECT k.sid FROM keys AS k WHERE k.vid IN (SELECT vid FROM violations))
 
--- name: km_group_violations
--- Generalized sample itemsets with support below :k in <R, D> (vid, node_id, samples).
--- Support counted from the rarest node's records, as in km_sample_accept.
+-- Supports of a set of itemsets, groups(vid, node_id, ...), in a record table g(record_id,
+-- node_id): by postings here, by enumeration (an s-way self-join built with sqlglot) in
+-- groupsupport.py, whichever reads fewer rows.
+
+-- name: km_itemset_support_postings
+-- support(vid, supp) of every itemset, counted from the records of its rarest node (so the
+-- postings of frequent nodes are not scanned whole). Itemsets no record holds get no row.
 WITH gocc AS (
     SELECT x.node_id, count(*) AS n
     FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
@@ -295,17 +299,44 @@ WITH gocc AS (
     SELECT r.vid, r.size, g.record_id
     FROM ranked AS r JOIN g ON g.node_id = r.node_id
     WHERE r.pos = 1
-), support AS (
-    SELECT vid, count(*) AS supp FROM (
-        SELECT h.vid, h.record_id
-        FROM holders AS h
-        JOIN ranked AS r ON r.vid = h.vid
-        JOIN g AS g2 ON g2.record_id = h.record_id AND g2.node_id = r.node_id
-        GROUP BY h.vid, h.record_id, h.size
-        HAVING count(*) = h.size
-    ) AS full_holders
-    GROUP BY vid
 )
+SELECT vid, count(*) AS supp FROM (
+    SELECT h.vid, h.record_id
+    FROM holders AS h
+    JOIN ranked AS r ON r.vid = h.vid
+    JOIN g AS g2 ON g2.record_id = h.record_id AND g2.node_id = r.node_id
+    GROUP BY h.vid, h.record_id, h.size
+    HAVING count(*) = h.size
+) AS full_holders
+GROUP BY vid
+
+-- name: km_group_records
+-- g restricted to the nodes some itemset holds: no other node can complete an itemset.
+SELECT g.record_id, g.node_id FROM g WHERE g.node_id IN (SELECT node_id FROM groups)
+
+-- name: km_group_record_lengths
+-- How many restricted records have each length: Σ C(len, s) is the enumeration's row count.
+SELECT len, count(*) AS records
+FROM (SELECT record_id, count(*) AS len FROM gr GROUP BY record_id) AS x
+GROUP BY len
+
+-- name: km_group_postings_cost
+-- Per itemset size s: Σ over the itemsets of that size of s × the postings of the rarest node,
+-- the rows km_itemset_support_postings reads.
+WITH gocc AS (
+    SELECT x.node_id, count(*) AS n
+    FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
+    GROUP BY x.node_id
+), per AS (
+    SELECT gr.vid, count(*) AS size, min(o.n) AS rarest
+    FROM groups AS gr JOIN gocc AS o ON o.node_id = gr.node_id
+    GROUP BY gr.vid
+)
+SELECT size, sum(size * rarest) AS cost FROM per GROUP BY size
+
+-- name: km_group_violations
+-- Generalized sample itemsets (groups: vid, node_id, n = samples) with support below :k in
+-- <R, D>: support(vid, supp) as counted above, absent = 0.
 SELECT gr.vid, gr.node_id, gr.n
 FROM groups AS gr LEFT JOIN support AS s ON s.vid = gr.vid
 WHERE coalesce(s.supp, 0) < :k

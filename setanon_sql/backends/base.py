@@ -23,6 +23,7 @@ from setanon_sql.sqlrender import TableBinding, identifier, qualified_table
 Params = Mapping[str, Any] | None
 Rows = list[tuple[Any, ...]]
 Statement = str | exp.Expression
+_HEX_DIGITS = "0123456789abcdef"
 
 
 class Backend(ABC):
@@ -191,6 +192,25 @@ class Backend(ABC):
     def binary_sort_key(self, value: exp.Expression) -> exp.Expression:
         """``value`` ordered byte-wise, independent of the database's locale."""
         return value
+
+    def hex_prefix_value(self, digest: exp.Expression) -> exp.Expression:
+        """The first 8 hex digits of an md5 ``digest`` as a BIGINT in [0, 2^32).
+
+        Every backend must give the same number (the samplers' draws are the same everywhere).
+        Portable default: each digit's position in '0123456789abcdef', weighted by 16^(7-i).
+        """
+        value: exp.Expression | None = None
+        for i in range(8):
+            digit = exp.Sub(this=exp.StrPosition(
+                this=exp.Literal.string(_HEX_DIGITS),
+                substr=exp.Substring(this=digest.copy(), start=exp.Literal.number(i + 1),
+                                     length=exp.Literal.number(1))),
+                expression=exp.Literal.number(1))
+            term = exp.Mul(this=exp.cast(digit, "BIGINT"),
+                           expression=exp.Literal.number(16 ** (7 - i)))
+            value = term if value is None else exp.Add(this=value, expression=term)
+        assert value is not None
+        return exp.paren(value)
 
     def create_access_index(self, table: exp.Table, columns: Sequence[str]) -> None:  # noqa: B027
         """Index ``table`` on ``columns`` where the engine profits from it (a no-op by default)."""

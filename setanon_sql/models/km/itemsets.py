@@ -59,3 +59,43 @@ def violation_count(table: exp.Table, ell: int, item: str = "item_id") -> exp.Se
     """How many ℓ-itemsets of ``table`` have support in [1, :k): the exact k^m check."""
     return (exp.select(exp.func("count", exp.Star()))
             .from_(violating_itemsets(table, ell, item).subquery("v")))
+
+
+def itemset_rows(groups: exp.Table, ell: int) -> exp.Select:
+    """(vid, size, n1..nℓ): each itemset of ``groups(vid, node_id, ...)`` in one row.
+
+    Nodes ascend, so the row matches :func:`itemset_occurrences`; columns past the size are NULL.
+    """
+    position = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("vid", quoted=True)],
+                          order=exp.Order(expressions=[exp.Ordered(
+                              this=exp.column("node_id", quoted=True))]))
+    ranked = exp.select(exp.column("vid", quoted=True), exp.column("node_id", quoted=True),
+                        position.as_("pos", quoted=True)).from_(groups.copy())
+    nodes = [exp.func("max", exp.If(
+        this=exp.column("pos", quoted=True).eq(exp.Literal.number(j)),
+        true=exp.column("node_id", quoted=True))).as_(f"n{j}", quoted=True)
+        for j in range(1, ell + 1)]
+    return (exp.select(exp.column("vid", quoted=True),
+                       exp.func("count", exp.Star()).as_("size", quoted=True), *nodes)
+            .from_(ranked.subquery("r")).group_by(exp.column("vid", quoted=True)))
+
+
+def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> exp.Select:
+    """(vid, supp): the support in ``records`` of each itemset of ``rows`` whose size is listed.
+
+    One enumeration of the s-subsets of the records per size, matched to the itemsets of that
+    size (an itemset no record holds gets no row: support 0).
+    """
+    parts = []
+    for size in sizes:
+        on = exp.and_(_col("v", "size").eq(exp.Literal.number(size)),
+                      *(_col("v", f"n{j}").eq(_col("o", f"n{j}")) for j in range(1, size + 1)))
+        parts.append(exp.select(_col("v", "vid").as_("vid", quoted=True),
+                                exp.func("count", exp.Star()).as_("supp", quoted=True))
+                     .from_(itemset_occurrences(records, size).subquery("o"))
+                     .join(with_alias(rows, "v"), on=on)
+                     .group_by(_col("v", "vid")))
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    return exp.select("*").from_(query.subquery("u"))

@@ -90,7 +90,7 @@ class McmcSampler:
         (none if Omega^ℓ is empty); ``supp`` is the itemset's support in D."""
         b = self.backend
         recu = self.table("recu")
-        b.materialize(recu, statement("km_mcmc_records", ell), {"ell": ell},
+        b.materialize(recu, statement("km_mcmc_records", ell, b), {"ell": ell},
                       {"items": self.items})
         nu = self._count(recu)
         if not nu or count < 1:
@@ -137,7 +137,7 @@ class McmcSampler:
         """subs := an ℓ-subset of each candidate's record (l.7); scores := its supp and q."""
         b = self.backend
         common = {"seed": self.seed, "ell": ell, "round": round_}
-        b.materialize(subs, statement("km_sample_subsets", ell), common,
+        b.materialize(subs, statement("km_sample_subsets", ell, b), common,
                       {"props": props, "items": self.items})
         b.materialize(scores, "km_mcmc_score", {"ell": ell},
                       {"subs": subs, "items": self.items, "recu": self.table("recu")})
@@ -169,11 +169,11 @@ class McmcSampler:
         t = {p: self.table(p) for p in ("props", "subs", "scores", "moves", "walk", "cur",
                                           "pool", "hist", "next")}
         common = {"seed": self.seed, "ell": ell, "round": round_}
-        b.materialize(t["props"], statement("km_mcmc_propose", ell),
+        b.materialize(t["props"], statement("km_mcmc_propose", ell, b),
                       {**common, "chains": chains, "nu": nu, "first": first, "last": last},
                       {"recu": self.table("recu")})
         self._score(ell, round_, t["props"], t["subs"], t["scores"])
-        b.materialize(t["moves"], statement("km_mcmc_moves", ell), common,
+        b.materialize(t["moves"], statement("km_mcmc_moves", ell, b), common,
                       {"props": t["props"], "scores": t["scores"]})
         self.proposals += chains * (last - first + 1)
         if first == 0:

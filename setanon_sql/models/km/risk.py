@@ -16,6 +16,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
+from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.target import target_attribute
@@ -76,8 +77,8 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         backend.materialize(g, "km_published_generalized", None, published_tables)
         drawn = sampler.draw(ell, count, samples)
         group_samples(backend, samples, cut, _staging("keys", made, backend), groups)
-        backend.materialize(violations, "km_group_violations", {"k": k},
-                            {"groups": groups, "g": g})
+        group_violations(backend, groups, g, k, violations,
+                         lambda purpose: _staging(purpose, made, backend))
         return violating_count(backend, violations), drawn
     finally:
         for table in made.values():

@@ -1,11 +1,12 @@
 """σ-k^m for one itemset size: Alg. 2 l.6-15 with samples drawn in batches.
 
 A pool of γ samples (uniform, independent, from the ORIGINAL data, l.8) is generalized by the
-current cut and checked in one statement (l.9-10). Violating samples propose merges as in the
-exact search (l.13-14), and the pool is re-checked under the new cut. Once the pool passes, a
-FRESH pool of γ samples is drawn (l.15 resets S after a merge: samples that steered the search
-do not certify it); the size is done when a fresh pool passes without any merge, so the γ
-certifying samples were drawn after the final cut was fixed, as Theorem 1 needs.
+current cut and checked in SQL (l.9-10, by the cheaper of two plans: :mod:`.groupsupport`).
+Violating samples propose merges as in the exact search (l.13-14), and the pool is re-checked
+under the new cut. Once the pool passes, a FRESH pool of γ samples is drawn (l.15 resets S
+after a merge: samples that steered the search do not certify it); the size is done when a
+fresh pool passes without any merge, so the γ certifying samples were drawn after the final
+cut was fixed, as Theorem 1 needs.
 
 Between two draws only the violating samples are re-checked: a merge only coarsens nodes, and
 a record holding items under nodes A and B still holds items under their merged parents, so the
@@ -21,6 +22,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.graph import AnyGeneralization
+from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
@@ -52,8 +54,7 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
     while drawn:
         generalized = gen.generalized()
         group_samples(b, pool, gen.cut, keys, groups)
-        b.materialize(violations, "km_group_violations", {"k": k},
-                      {"groups": groups, "g": generalized})
+        plan = group_violations(b, groups, generalized, k, violations, gen.table)
         b.drop_table(groups)
         b.drop_table(generalized)
         bad = violating_count(b, violations)
@@ -61,7 +62,8 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
             b.drop_table(violations)
             b.drop_table(keys)
             if fresh:
-                history.append({"size": ell, "certified_by": drawn, "gamma": need})
+                history.append({"size": ell, "certified_by": drawn, "gamma": need,
+                                "plan": plan})
                 break
             b.drop_table(pool)
             drawn, fresh = sampler.draw(ell, need, pool), True
@@ -73,7 +75,7 @@ def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell:
             b.drop_table(table)
         pool, narrowed = narrowed, pool  # the two names take turns: no copy back
         history.append({"size": ell, "violating_samples": bad, "samples": drawn,
-                        "merges": merges})
+                        "merges": merges, "plan": plan})
         fresh = False
         if not merges:
             raise gen.no_merge_error(k)

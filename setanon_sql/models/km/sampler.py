@@ -6,7 +6,9 @@ is "a record, then an ℓ-subset of it", corrected by q(x). Here the same propos
 weighted by C(|D_u|, ℓ), is corrected by rejection instead: an itemset C is then proposed with
 probability supp(C) / Z, and accepting it with probability 1 / supp(C) makes every itemset
 equally likely. The draws are exactly uniform and independent, so no mixing time (Theorem 3)
-or convergence diagnostic (Geweke) is needed; a batch of proposals is a few SQL statements.
+or convergence diagnostic (Geweke) is needed; a batch of proposals is a few SQL statements,
+and supp(C) is counted once per distinct proposed itemset by the cheaper plan of
+:mod:`.groupsupport`.
 Size 1 draws items directly (Omega^1 is the item set; rejection would accept |I| / |D| only).
 Randomness is a hash of (seed, stream, round, proposal), the same on every backend.
 """
@@ -20,32 +22,22 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.km.groupsupport import itemset_support
 from setanon_sql.sqlrender import parsed
 
-_HEX = "0123456789abcdef"
 _MAX_PROPOSALS = 2_000_000
 
 
-def uniform(*parts: exp.Expression) -> exp.Expression:
-    """A number in [0, 1) from the first 32 bits of md5 of the parts (portable hex decoding)."""
+def uniform(backend: Backend, *parts: exp.Expression) -> exp.Expression:
+    """A number in [0, 1) from the first 32 bits of md5 of the parts (the same on every backend)."""
     text = exp.ConcatWs(expressions=[exp.Literal.string("|"),
                                      *(exp.cast(p, "TEXT") for p in parts)])
-    return hex_fraction(exp.MD5(this=text))
+    return hex_fraction(backend, exp.MD5(this=text))
 
 
-def hex_fraction(digest: exp.Expression) -> exp.Expression:
-    """The first 8 hex digits of ``digest`` as a number in [0, 1), identical on every backend."""
-    value: exp.Expression | None = None
-    for i in range(8):
-        digit = exp.Sub(this=exp.StrPosition(
-            this=exp.Literal.string(_HEX),
-            substr=exp.Substring(this=digest.copy(), start=exp.Literal.number(i + 1),
-                                 length=exp.Literal.number(1))), expression=exp.Literal.number(1))
-        term = exp.Mul(this=exp.cast(digit, "BIGINT"),
-                       expression=exp.Literal.number(16 ** (7 - i)))
-        value = term if value is None else exp.Add(this=value, expression=term)
-    assert value is not None
-    return exp.Div(this=exp.cast(exp.paren(value), "DOUBLE PRECISION"),
+def hex_fraction(backend: Backend, digest: exp.Expression) -> exp.Expression:
+    """The first 8 hex digits of ``digest`` as a number in [0, 1) (backend hook for the digits)."""
+    return exp.Div(this=exp.cast(backend.hex_prefix_value(digest), "DOUBLE PRECISION"),
                    expression=exp.Literal.number(float(2 ** 32)))
 
 
@@ -60,14 +52,15 @@ def binomial(n: exp.Expression, ell: int) -> exp.Expression:
     return exp.paren(value)
 
 
-def statement(name: str, ell: int) -> exp.Expression:
-    """Named statement ``name`` with km_uniform / km_binomial expanded for size ``ell``."""
+def statement(name: str, ell: int, backend: Backend) -> exp.Expression:
+    """Named statement ``name`` with km_uniform / km_hex / km_binomial expanded for size ``ell``
+    and ``backend``."""
 
     def expand(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_uniform":
-            return uniform(*node.expressions)
+            return uniform(backend, *node.expressions)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_hex":
-            return hex_fraction(node.expressions[0])
+            return hex_fraction(backend, node.expressions[0])
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_binomial":
             return binomial(node.expressions[0], ell)
         return node
@@ -100,12 +93,12 @@ class Sampler:
             self.rounds += 1
             params = {"seed": self.seed, "ell": 1, "n": count,
                       "round": self.stream * 1_000_000 + self.rounds}
-            b.materialize(target, statement("km_sample_singletons", 1), params,
+            b.materialize(target, statement("km_sample_singletons", 1, b), params,
                           {"items": self.items})
             self.proposals += count
             return self._count(target, "sid")
         recw, recb = self.table("recw"), self.table("recb")
-        b.materialize(recw, statement("km_sample_weights", ell), {"ell": ell},
+        b.materialize(recw, statement("km_sample_weights", ell, b), {"ell": ell},
                       {"items": self.items})
         nb = self._count(recw)
         z = float(b.scalar(exp.select(exp.func("max", exp.column("hi"))).from_(recw.copy()))
@@ -117,11 +110,14 @@ class Sampler:
             .where(exp.false()))
         have = 0
         if nb:
-            b.materialize(recb, statement("km_sample_buckets", ell), {"z": z, "nb": nb},
+            nodes = self.table("snodes")
+            b.materialize(recb, statement("km_sample_buckets", ell, b), {"z": z, "nb": nb},
                           {"recw": recw})
+            b.materialize(nodes, "km_sample_records_as_nodes", None, {"items": self.items})
             while have < count:
                 have = self._round(ell, count - have, have, z, nb, target)
             b.drop_table(recb)
+            b.drop_table(nodes)
         b.drop_table(recw)
         return have
 
@@ -133,17 +129,21 @@ class Sampler:
         n = min(_MAX_PROPOSALS, math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
         props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
-        b.materialize(props, statement("km_sample_records", ell),
+        b.materialize(props, statement("km_sample_records", ell, b),
                       {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
-        b.materialize(subs, statement("km_sample_subsets", ell), common,
+        b.materialize(subs, statement("km_sample_subsets", ell, b), common,
                       {"props": props, "items": self.items})
-        b.materialize(fresh, statement("km_sample_accept", ell), {**common, "offset": have},
-                      {"subs": subs, "items": self.items})
+        pkeys, itemsets, support = (self.table(p) for p in ("pkeys", "pitems", "psupp"))
+        b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
+        b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": pkeys, "subs": subs})
+        itemset_support(b, itemsets, self.table("snodes"), support, self.table)
+        b.materialize(fresh, statement("km_sample_accept", ell, b), {**common, "offset": have},
+                      {"subs": subs, "pkeys": pkeys, "support": support})
         accepted = self._count(fresh, "sid")
         self.proposals += n
         self.acceptance[ell] = max(accepted / n, 0.001)
         b.materialize(merged, "km_sample_union", None, {"samples": target, "fresh": fresh})
-        for table in (props, subs, fresh, target):
+        for table in (props, subs, pkeys, itemsets, support, fresh, target):
             b.drop_table(table)
         b.materialize(target, exp.select("*").from_(merged.copy()))
         b.drop_table(merged)

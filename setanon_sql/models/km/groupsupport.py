@@ -1,0 +1,88 @@
+"""Supports of many itemsets at once, by the cheaper of two plans.
+
+Used for Alg. 2 l.9-10 (which generalized samples are below k: a pool generalized by the cut
+is ``groups(vid, node_id, n)``, one itemset of 1..ℓ nodes per vid, two items under one node
+making it shorter) and for the sampler's rejection step (the support in D of each distinct
+proposed itemset). The supports can be counted
+
+- by **postings** (``km_itemset_support_postings``): for each itemset, the records of its rarest
+  node, kept when they hold the other nodes too. Cheap while the cut is fine (the identity cut's
+  rarest items have a handful of records each), expensive once nodes are coarse: a node over a
+  third of the records makes every itemset that holds it read a third of the records;
+- by **enumeration** (``itemset_supports``): every s-subset of every generalized record,
+  matched to the itemsets of size s, as the exact search counts. Cheap once records are short
+  in nodes, expensive on long records (C(161, 4) = 27 M subsets for BMS-WebView-2's longest).
+
+Both give the same supports, so the choice changes the time only, never the cut. The rows each
+plan reads are computed first from two small aggregates (Σ s × postings of the rarest node
+against Σ_r C(|g_r|, s), with g_r restricted to the nodes some itemset holds) and the smaller
+one runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from math import comb
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.km.itemsets import itemset_rows, itemset_supports
+
+
+def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
+               restricted: exp.Table) -> tuple[dict[int, int], dict[int, int]]:
+    """Rows read per itemset size by each plan: (postings, enumeration).
+
+    Leaves ``restricted``: ``records`` cut down to the itemsets' nodes (the enumeration's input).
+    """
+    postings = {int(size): int(cost) for size, cost in backend.query(
+        "km_group_postings_cost", None, {"groups": itemsets, "g": records})}
+    backend.materialize(restricted, "km_group_records", None,
+                        {"groups": itemsets, "g": records})
+    lengths = backend.query("km_group_record_lengths", None, {"gr": restricted})
+    enumeration = {size: sum(int(n) * comb(int(length), size) for length, n in lengths)
+                   for size in postings}
+    return postings, enumeration
+
+
+def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
+                    target: exp.Table, work: Callable[[str], exp.Table],
+                    plan: str = "auto") -> str:
+    """Materialize ``target(vid, supp)``: the support in ``records(record_id, node_id)`` of
+    each itemset of ``itemsets(vid, node_id, ...)`` (no row: support 0).
+
+    Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here).
+    """
+    restricted, rows = work("grec"), work("grows")
+    try:
+        postings, enumeration = plan_costs(backend, itemsets, records, restricted)
+        if plan == "auto":
+            plan = ("enumerate" if sum(enumeration.values()) < sum(postings.values())
+                    else "postings")
+        if plan == "postings" or not postings:
+            backend.materialize(target, "km_itemset_support_postings", None,
+                                {"groups": itemsets, "g": records})
+            return "postings"
+        sizes = sorted(postings)
+        backend.materialize(rows, itemset_rows(itemsets, max(sizes)))
+        backend.materialize(target, itemset_supports(restricted, rows, sizes))
+        return "enumerate"
+    finally:
+        for table in (restricted, rows):
+            backend.drop_table(table)
+
+
+def group_violations(backend: Backend, groups: exp.Table, generalized: exp.Table, k: int,
+                     target: exp.Table, work: Callable[[str], exp.Table],
+                     plan: str = "auto") -> str:
+    """Materialize ``target(vid, node_id, n)``: the groups with support below ``k`` in
+    ``generalized``; returns the plan that counted the supports."""
+    support = work("gsupp")
+    try:
+        used = itemset_support(backend, groups, generalized, support, work, plan)
+        backend.materialize(target, "km_group_violations", {"k": k},
+                            {"groups": groups, "support": support})
+        return used
+    finally:
+        backend.drop_table(support)
