@@ -283,14 +283,16 @@ WHERE s.sid IN (SELECT k.sid FROM keys AS k WHERE k.vid IN (SELECT vid FROM viol
 -- node_id): by postings here, by enumeration (an s-way self-join built with sqlglot) in
 -- groupsupport.py, whichever reads fewer rows.
 
+-- name: km_group_node_postings
+-- gocc(node_id, n): how many records of g hold each node of the itemsets.
+SELECT x.node_id, count(*) AS n
+FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
+GROUP BY x.node_id
+
 -- name: km_itemset_support_postings
 -- support(vid, supp) of every itemset, counted from the records of its rarest node (so the
 -- postings of frequent nodes are not scanned whole). Itemsets no record holds get no row.
-WITH gocc AS (
-    SELECT x.node_id, count(*) AS n
-    FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
-    GROUP BY x.node_id
-), ranked AS (
+WITH ranked AS (
     SELECT gr.vid, gr.node_id,
            row_number() OVER (PARTITION BY gr.vid ORDER BY o.n, gr.node_id) AS pos,
            count(*) OVER (PARTITION BY gr.vid) AS size
@@ -323,11 +325,7 @@ GROUP BY len
 -- name: km_group_postings_cost
 -- Per itemset size s: Σ over the itemsets of that size of s × the postings of the rarest node,
 -- the rows km_itemset_support_postings reads.
-WITH gocc AS (
-    SELECT x.node_id, count(*) AS n
-    FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
-    GROUP BY x.node_id
-), per AS (
+WITH per AS (
     SELECT gr.vid, count(*) AS size, min(o.n) AS rarest
     FROM groups AS gr JOIN gocc AS o ON o.node_id = gr.node_id
     GROUP BY gr.vid

@@ -31,13 +31,17 @@ from setanon_sql.models.km.itemsets import itemset_rows, itemset_supports
 
 
 def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
+               node_postings: exp.Table,
                restricted: exp.Table) -> tuple[dict[int, int], dict[int, int]]:
     """Rows read per itemset size by each plan: (postings, enumeration).
 
-    Leaves ``restricted``: ``records`` cut down to the itemsets' nodes (the enumeration's input).
+    Leaves ``node_postings`` (records per node, the postings plan's input) and ``restricted``
+    (``records`` cut down to the itemsets' nodes, the enumeration's input).
     """
+    backend.materialize(node_postings, "km_group_node_postings", None,
+                        {"groups": itemsets, "g": records})
     postings = {int(size): int(cost) for size, cost in backend.query(
-        "km_group_postings_cost", None, {"groups": itemsets, "g": records})}
+        "km_group_postings_cost", None, {"groups": itemsets, "gocc": node_postings})}
     backend.materialize(restricted, "km_group_records", None,
                         {"groups": itemsets, "g": records})
     lengths = backend.query("km_group_record_lengths", None, {"gr": restricted})
@@ -54,22 +58,23 @@ def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
 
     Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here).
     """
-    restricted, rows = work("grec"), work("grows")
+    node_postings, restricted, rows = work("gocc"), work("grec"), work("grows")
     try:
-        postings, enumeration = plan_costs(backend, itemsets, records, restricted)
+        postings, enumeration = plan_costs(backend, itemsets, records, node_postings,
+                                           restricted)
         if plan == "auto":
             plan = ("enumerate" if sum(enumeration.values()) < sum(postings.values())
                     else "postings")
         if plan == "postings" or not postings:
             backend.materialize(target, "km_itemset_support_postings", None,
-                                {"groups": itemsets, "g": records})
+                                {"groups": itemsets, "g": records, "gocc": node_postings})
             return "postings"
         sizes = sorted(postings)
         backend.materialize(rows, itemset_rows(itemsets, max(sizes)))
         backend.materialize(target, itemset_supports(restricted, rows, sizes))
         return "enumerate"
     finally:
-        for table in (restricted, rows):
+        for table in (node_postings, restricted, rows):
             backend.drop_table(table)
 
 
