@@ -24,9 +24,10 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.models.base import Model
+from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.exact import enforce_exact
 from setanon_sql.models.km.generalization import Generalization, resolve_hierarchy
-from setanon_sql.models.km.graph import AnyGeneralization, GraphGeneralization
+from setanon_sql.models.km.graph import GraphGeneralization
 from setanon_sql.models.km.graphfile import load_coordinates, load_graph
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.params import (
@@ -62,9 +63,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     hierarchy = None if chosen.graph else resolve_hierarchy(backend, dataset, attribute,
                                                             chosen.hierarchy)
     trials = chosen.trials if chosen.sampled else 1
-    best: tuple[float, AnyGeneralization, dict[str, Any]] | None = None
+    best: tuple[float, CutSearch, dict[str, Any]] | None = None
     for trial in range(1, trials + 1):
-        gen: AnyGeneralization
+        gen: CutSearch
         if hierarchy is None:
             gen = GraphGeneralization(backend, context, items, dictionary, str(chosen.graph),
                                       chosen.coordinates, prefix=f"t{trial}_")
@@ -112,7 +113,7 @@ def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None
             backend.drop_table(table)
 
 
-def _search(gen: AnyGeneralization, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
+def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
     """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled."""
     gen.prepare()
     sampler: Sampler | McmcSampler

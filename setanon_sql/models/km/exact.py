@@ -16,15 +16,15 @@ from typing import Any
 
 from sqlglot import exp
 
-from setanon_sql.models.km.graph import AnyGeneralization
+from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import itemset_nodes, violating_itemsets
 
 
-def _count(gen: AnyGeneralization, table: exp.Table) -> int:
+def _count(gen: CutSearch, table: exp.Table) -> int:
     return int(gen.backend.scalar(exp.select(exp.func("count", exp.Star())).from_(table.copy())))
 
 
-def enforce_exact(gen: AnyGeneralization, ell: int, k: int, error: str,
+def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
                   batch: float) -> list[dict[str, Any]]:
     """Generalize until every ℓ-itemset of <R, D> has support 0 or >= k; one entry per round."""
     backend = gen.backend

@@ -16,7 +16,7 @@ from setanon_sql.catalog import Attribute, Dataset
 from setanon_sql.errors import InputError, UsageError
 from setanon_sql.io.hierarchy import Hierarchy, find_hierarchy, get_hierarchy, hierarchy_name
 from setanon_sql.io.hierarchy import load_hierarchy as store_hierarchy
-from setanon_sql.runs import RunContext
+from setanon_sql.models.km.cutsearch import CutSearch, cut_figures
 
 
 def resolve_hierarchy(backend: Backend, dataset: Dataset, attribute: Attribute,
@@ -47,24 +47,10 @@ def too_few_records(k: int) -> UsageError:
 
 
 @dataclass
-class Generalization:
-    """The tables of one hierarchy-cut search: fixed ones and the current cut."""
+class Generalization(CutSearch):
+    """A hierarchy-cut search: the cut only coarsens by replacing nodes with an ancestor."""
 
-    backend: Backend
-    context: RunContext
-    items: exp.Table
-    dict: exp.Table
     hierarchy_id: int
-    prefix: str = ""
-    version: int = 0
-
-    def table(self, purpose: str) -> exp.Table:
-        """A work table of this search (``prefix`` keeps independent trials apart)."""
-        return self.context.table(self.prefix + purpose)
-
-    @property
-    def cut(self) -> exp.Table:
-        return self.table(f"cut{self.version}")
 
     @property
     def fixed(self) -> dict[str, exp.Table]:
@@ -90,62 +76,27 @@ class Generalization:
         b.materialize(self.table("occ"), "km_occurrences", None, {"items": self.items})
         b.materialize(self.cut, "km_identity_cut", None, self.fixed)
 
-    def generalized(self) -> exp.Table:
-        """Materialize <R, D> for the current cut (the records with items replaced by nodes)."""
-        target = self.table(f"g{self.version}")
-        self.backend.materialize(target, "km_generalized", None,
-                                 {"items": self.items, "cut": self.cut})
-        return target
-
     def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
-        """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges applied."""
+        """Alg. 2 l.13-14: each violating itemset proposes the ancestor of least error."""
         b = self.backend
         costs, chosen = self.table("costs"), self.table("chosen")
         b.materialize(costs, "km_merge_costs", {"error": error}, {**self.fixed, "cut": self.cut})
         b.materialize(chosen, "km_choose_merges", {"batch": batch},
                       {"vnodes": vnodes, "hnode": self.table("hnode"), "costs": costs})
-        merges = int(b.scalar(exp.select(exp.func("count", exp.Star())).from_(chosen.copy())))
-        if merges:
-            old = self.cut
-            self.version += 1
-            b.materialize(self.cut, "km_apply_merges", None,
-                          {"cut": old, "anc": self.table("anc"), "chosen": chosen})
-            b.drop_table(old)
         b.drop_table(costs)
-        b.drop_table(chosen)
-        return merges
+        return self._apply_chosen(chosen, lambda new, old: b.materialize(
+            new, "km_apply_merges", None, {"cut": old, "anc": self.table("anc"),
+                                           "chosen": chosen}))
 
     def no_merge_error(self, k: int) -> UsageError:
-        """Why a round found nothing to merge: only the root is left to violate."""
+        """Only the root is left to violate."""
         return too_few_records(k)
 
     def figures(self) -> dict[str, float | int]:
-        """Utility of the current cut: NCP, generalized share, published labels."""
-        ncp_sum, occurrences, generalized, labels, n_leaves = self.backend.query(
+        return cut_figures(self.backend.query(
             "km_cut_figures", None, {"cut": self.cut, "occ": self.table("occ"),
-                                     "hnode": self.table("hnode")})[0]
-        occurrences = int(occurrences or 0)
-        denominator = (int(n_leaves) - 1) * occurrences
-        return {
-            "ncp": float(ncp_sum) / denominator if denominator else 0.0,
-            "generalized_share": int(generalized or 0) / occurrences if occurrences else 0.0,
-            "published_labels": int(labels),
-            "item_occurrences": occurrences,
-            "hierarchy_leaves": int(n_leaves),
-        }
+                                     "hnode": self.table("hnode")})[0], "hierarchy_leaves")
 
     def publish(self, attr_no: int) -> None:
-        """map_<attr>, dict_<attr> and items_<attr> of the run: one statement each."""
-        b = self.backend
-        pubid = self.table("pubid")
-        b.materialize(pubid, "km_published_ids", None,
-                      {"cut": self.cut, "hnode": self.table("hnode")})
-        bound = {"cut": self.cut, "pubid": pubid, "items": self.items}
-        for kind in ("map", "dict", "items"):
-            b.materialize(self.context.table(f"{kind}_{attr_no}"), f"km_publish_{kind}", None,
-                          bound)
-        b.drop_table(pubid)
-
-    def drop_work_tables(self) -> None:
-        for table in (*self.fixed.values(), self.cut):
-            self.backend.drop_table(table)
+        """A merged node is published under its own label."""
+        self._publish_with(attr_no, "km_published_ids", {"hnode": self.table("hnode")})

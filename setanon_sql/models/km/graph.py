@@ -1,6 +1,6 @@
 """Partitions constrained by an adjacency graph (Acs et al. Sec. VI-C, the Voronoi regions).
 
-The same interface as :class:`~.generalization.Generalization`, so the exact and sampled
+A :class:`~.cutsearch.CutSearch` like the hierarchy cut, so the exact and sampled
 searches run unchanged: ``cut(item_id, node_id, leaf_id)`` maps every item to its part, whose
 id is the smallest item id in it. A part only grows by merging with an adjacent part (an edge
 joins an item of each), so every part stays connected. Violating itemsets propose the merge of
@@ -18,36 +18,23 @@ points, not the Voronoi polygons whose centroid the paper uses, footnote 7).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend
 from setanon_sql.errors import InputError, SetanonError
-from setanon_sql.models.km.generalization import Generalization, too_few_records
+from setanon_sql.models.km.cutsearch import CutSearch, cut_figures
+from setanon_sql.models.km.generalization import too_few_records
 from setanon_sql.models.km.graphfile import load_coordinates, load_graph
-from setanon_sql.runs import RunContext
 
 
 @dataclass
-class GraphGeneralization:
-    """The tables of one graph-constrained search: edges, occurrences and the current parts."""
+class GraphGeneralization(CutSearch):
+    """A graph-constrained search: a part only merges with an adjacent part."""
 
-    backend: Backend
-    context: RunContext
-    items: exp.Table
-    dict: exp.Table
     graph: str
     coordinates: str | None = None
-    prefix: str = ""
-    version: int = 0
-
-    def table(self, purpose: str) -> exp.Table:
-        return self.context.table(self.prefix + purpose)
-
-    @property
-    def cut(self) -> exp.Table:
-        return self.table(f"cut{self.version}")
 
     @property
     def fixed(self) -> dict[str, exp.Table]:
@@ -63,16 +50,11 @@ class GraphGeneralization:
         b.materialize(self.table("occ"), "km_occurrences", None, {"items": self.items})
         b.materialize(self.cut, "km_graph_identity_cut", None, {"dict": self.dict})
 
-    def generalized(self) -> exp.Table:
-        target = self.table(f"g{self.version}")
-        self.backend.materialize(target, "km_generalized", None,
-                                 {"items": self.items, "cut": self.cut})
-        return target
-
     def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
-        """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges."""
+        """Alg. 2 l.13-14: each violating part proposes its neighbour of least error; chained
+        merges of the round are joined into components."""
         b = self.backend
-        costs, chosen, comp = self.table("costs"), self.table("chosen"), self.table("comp")
+        costs, chosen = self.table("costs"), self.table("chosen")
         bound = {**self.fixed, "cut": self.cut, "vnodes": vnodes}
         if error == "geo":
             b.materialize(costs, "km_graph_pair_costs_geo", None, bound)
@@ -80,21 +62,21 @@ class GraphGeneralization:
             b.materialize(costs, "km_graph_pair_costs", {"error": error}, bound)
         b.materialize(chosen, "km_graph_choose_merges", {"batch": batch},
                       {"vnodes": vnodes, "costs": costs})
-        merges = int(b.scalar(exp.select(exp.func("count", exp.Star())).from_(chosen.copy())))
-        if merges:
-            old = self.cut
-            self.version += 1
-            b.materialize(comp, "km_graph_components", None, {"chosen": chosen})
-            b.materialize(self.cut, "km_graph_apply_merges", None, {"cut": old, "comp": comp})
-            b.drop_table(comp)
-            b.drop_table(old)
         b.drop_table(costs)
-        b.drop_table(chosen)
-        return merges
+        return self._apply_chosen(chosen, self._join_components(chosen))
+
+    def _join_components(self, chosen: exp.Table) -> Callable[[exp.Table, exp.Table], None]:
+        def build(new: exp.Table, old: exp.Table) -> None:
+            comp = self.table("comp")
+            self.backend.materialize(comp, "km_graph_components", None, {"chosen": chosen})
+            self.backend.materialize(new, "km_graph_apply_merges", None,
+                                     {"cut": old, "comp": comp})
+            self.backend.drop_table(comp)
+        return build
 
     def no_merge_error(self, k: int) -> SetanonError:
-        """Why a round found nothing to merge: one part is left (fewer than k records hold an
-        item), or the violating parts are whole connected components of the graph."""
+        """One part is left (fewer than k records hold an item), or the violating parts are
+        whole connected components of the graph."""
         parts = int(self.backend.scalar(exp.select(exp.func("count", exp.Distinct(
             expressions=[exp.column("node_id")]))).from_(self.cut.copy())))
         if parts == 1:
@@ -104,38 +86,18 @@ class GraphGeneralization:
                           "is allowed; add edges between the components (or choose a smaller k)")
 
     def figures(self) -> dict[str, float | int]:
-        """Utility of the current parts: NCP, generalized share, geo error, published labels."""
-        ncp_sum, occurrences, generalized, labels, n_items = self.backend.query(
-            "km_graph_figures", None, {"cut": self.cut, "occ": self.table("occ")})[0]
-        occurrences = int(occurrences or 0)
-        denominator = (int(n_items) - 1) * occurrences
-        figures: dict[str, float | int] = {
-            "ncp": float(ncp_sum) / denominator if denominator else 0.0,
-            "generalized_share": int(generalized or 0) / occurrences if occurrences else 0.0,
-            "published_labels": int(labels),
-            "item_occurrences": occurrences,
-            "graph_items": int(n_items),
-        }
+        """NCP, generalized share, published labels and, with coordinates, the geo error."""
+        figures = cut_figures(self.backend.query(
+            "km_graph_figures", None, {"cut": self.cut, "occ": self.table("occ")})[0],
+            "graph_items")
         if self.coordinates:
+            occurrences = figures["item_occurrences"]
             total = self.backend.scalar("km_graph_geo_error", None,
                                         {**self.fixed, "cut": self.cut})
             figures["geo_error"] = float(total or 0.0) / occurrences if occurrences else 0.0
         return figures
 
     def publish(self, attr_no: int) -> None:
-        """map_<attr>, dict_<attr> and items_<attr> of the run: one statement each."""
-        b = self.backend
-        pubid = self.table("pubid")
-        b.materialize(pubid, "km_graph_published_ids", None, {"cut": self.cut, "dict": self.dict})
-        bound = {"cut": self.cut, "pubid": pubid, "items": self.items}
-        for kind in ("map", "dict", "items"):
-            b.materialize(self.context.table(f"{kind}_{attr_no}"), f"km_publish_{kind}", None,
-                          bound)
-        b.drop_table(pubid)
+        """A merged part is published as ``region:<label>+<n>``."""
+        self._publish_with(attr_no, "km_graph_published_ids", {"dict": self.dict})
 
-    def drop_work_tables(self) -> None:
-        for table in (*self.fixed.values(), self.cut):
-            self.backend.drop_table(table)
-
-
-AnyGeneralization = Generalization | GraphGeneralization

@@ -21,7 +21,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.graph import AnyGeneralization
+from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
@@ -42,7 +42,7 @@ def violating_count(backend: Backend, violations: exp.Table) -> int:
         .from_(exp.select("vid", "n").distinct().from_(violations.copy()).subquery("v"))))
 
 
-def enforce_sampled(gen: AnyGeneralization, sampler: Sampler | McmcSampler, ell: int, k: int,
+def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
                     sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
     """Generalize until γ(σ) fresh samples of size ℓ are all k-anonymous; one entry per round."""
     b = gen.backend

@@ -1,0 +1,122 @@
+"""What every constrained search of Alg. 2 shares, whatever constrains its merges.
+
+A search keeps the generalization R as a table ``cut(item_id, node_id, leaf_id)`` and only its
+version number in Python; each merge round is "new cut = query(old cut, chosen merges)". The
+hierarchy cut (:mod:`.generalization`) and the graph partition (:mod:`.graph`) differ only in
+how they prepare their fixed tables, price and apply merges, label the published parts and
+measure utility; the table naming, <R, D>, the round bookkeeping and publishing are here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.errors import SetanonError
+from setanon_sql.runs import RunContext
+
+
+@dataclass
+class CutSearch:
+    """The tables of one search: fixed ones (``fixed``) and the current cut."""
+
+    backend: Backend
+    context: RunContext
+    items: exp.Table
+    dict: exp.Table
+    prefix: str = field(default="", kw_only=True)
+    version: int = field(default=0, kw_only=True)
+
+    def table(self, purpose: str) -> exp.Table:
+        """A work table of this search (``prefix`` keeps independent trials apart)."""
+        return self.context.table(self.prefix + purpose)
+
+    @property
+    def cut(self) -> exp.Table:
+        return self.table(f"cut{self.version}")
+
+    @property
+    def fixed(self) -> dict[str, exp.Table]:
+        """The tables that stay while the cut changes (dropped with it at the end)."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Create the fixed tables and the identity cut (Alg. 2 l.4)."""
+        raise NotImplementedError
+
+    def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
+        """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges."""
+        raise NotImplementedError
+
+    def no_merge_error(self, k: int) -> SetanonError:
+        """Why a round found nothing to merge while itemsets still violate ``k``."""
+        raise NotImplementedError
+
+    def figures(self) -> dict[str, float | int]:
+        """Utility of the current cut: NCP, generalized share, published labels."""
+        raise NotImplementedError
+
+    def publish(self, attr_no: int) -> None:
+        """map_<attr>, dict_<attr> and items_<attr> of the run."""
+        raise NotImplementedError
+
+    def generalized(self) -> exp.Table:
+        """Materialize <R, D> for the current cut (the records with items replaced by nodes)."""
+        target = self.table(f"g{self.version}")
+        self.backend.materialize(target, "km_generalized", None,
+                                 {"items": self.items, "cut": self.cut})
+        return target
+
+    def _apply_chosen(self, chosen: exp.Table,
+                      build: Callable[[exp.Table, exp.Table], None]) -> int:
+        """The new cut from the merges in ``chosen``: ``build(new cut, old cut)`` runs only if
+        there is a merge; the old cut and ``chosen`` are dropped. Returns the merge count."""
+        b = self.backend
+        merges = int(b.scalar(exp.select(exp.func("count", exp.Star())).from_(chosen.copy())))
+        if merges:
+            old = self.cut
+            self.version += 1
+            build(self.cut, old)
+            b.drop_table(old)
+        b.drop_table(chosen)
+        return merges
+
+    def _publish_with(self, attr_no: int, pubid_statement: str,
+                      pubid_tables: dict[str, exp.Table]) -> None:
+        """Number the published labels by ``pubid_statement``, then write map_, dict_ and
+        items_ of the run: one statement each."""
+        b = self.backend
+        pubid = self.table("pubid")
+        b.materialize(pubid, pubid_statement, None, {"cut": self.cut, **pubid_tables})
+        bound = {"cut": self.cut, "pubid": pubid, "items": self.items}
+        for kind in ("map", "dict", "items"):
+            b.materialize(self.context.table(f"{kind}_{attr_no}"), f"km_publish_{kind}", None,
+                          bound)
+        b.drop_table(pubid)
+
+    def drop_work_tables(self) -> None:
+        for table in (*self.fixed.values(), self.cut):
+            self.backend.drop_table(table)
+
+
+def cut_figures(row: Sequence[Any], universe: str) -> dict[str, float | int]:
+    """NCP, generalized share and label count from one figures row.
+
+    ``row`` is (NCP numerator, occurrences, generalized occurrences, labels, |I|), as
+    ``km_cut_figures`` and ``km_graph_figures`` return it; NCP divides by (|I| - 1) per
+    occurrence. ``universe`` names |I| in the figures (hierarchy leaves or graph items).
+    """
+    ncp_sum, occurrences, generalized, labels, n_items = row
+    total = int(occurrences or 0)
+    denominator = (int(n_items) - 1) * total
+    return {
+        "ncp": float(ncp_sum) / denominator if denominator else 0.0,
+        "generalized_share": int(generalized or 0) / total if total else 0.0,
+        "published_labels": int(labels),
+        "item_occurrences": total,
+        universe: int(n_items),
+    }
