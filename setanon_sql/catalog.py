@@ -59,6 +59,25 @@ class Dataset:
     def single_attributes(self) -> tuple[Attribute, ...]:
         return tuple(a for a in self.attributes if not a.is_set)
 
+    def set_attribute(self, column: str | None, needs_one: str) -> Attribute:
+        """``column`` if given (it must be set-valued), else the only set-valued column.
+
+        ``needs_one`` names what works on one column (``"--model km"``, ``"a FIMI export"``)
+        for the error when the dataset has several and none is named.
+        """
+        if column:
+            attribute = self.attribute(column)
+            if not attribute.is_set:
+                raise UsageError(f"--column {column!r} of dataset {self.name!r} is not "
+                                 "set-valued")
+            return attribute
+        if len(self.set_attributes) != 1:
+            names = ", ".join(a.name for a in self.set_attributes) or "none"
+            raise UsageError(f"dataset {self.name!r} has {len(self.set_attributes)} set-valued "
+                             f"columns ({names}); {needs_one} works on exactly one: name it "
+                             "with --column")
+        return self.set_attributes[0]
+
     def attribute(self, name: str) -> Attribute:
         for attribute in self.attributes:
             if attribute.name == name:

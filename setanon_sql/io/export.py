@@ -16,11 +16,12 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
 from setanon_sql.errors import UsageError
 from setanon_sql.io.files import writable_target
-from setanon_sql.io.published import Published, published, set_attribute_for_export
+from setanon_sql.io.published import Published, published
 from setanon_sql.names import qi_column
 from setanon_sql.sqlrender import bind_tables, parsed, with_alias
 
 EXPORT_FORMATS = ("fimi", "csv", "tsv")
+_FIMI_TAKES = "a FIMI export (unlike --format tsv)"
 
 
 def _fimi_query(backend: Backend, view: Published, attr_no: int) -> exp.Select:
@@ -92,7 +93,7 @@ def export_dataset(
     target = writable_target(path)
     view = published(backend, dataset, run)
     if fmt == "fimi":
-        attribute = set_attribute_for_export(dataset, column)
+        attribute = dataset.set_attribute(column, _FIMI_TAKES)
         backend.copy_to_file(_fimi_query(backend, view, attribute.attr_no), target, "\t", None,
                              quoted=False)
     else:
@@ -106,7 +107,7 @@ def export_dataset(
 
 def _export_mapping(backend: Backend, view: Published, dataset: Dataset, column: str | None,
                     mapping: str | os.PathLike[str]) -> None:
-    attribute = set_attribute_for_export(dataset, column)
+    attribute = dataset.set_attribute(column, _FIMI_TAKES)
     if view.run is None or attribute.attr_no not in view.maps:
         what = f"run {view.run.run_id}" if view.run else "the data as loaded"
         raise UsageError(f"--mapping: {what} generalizes no item of column "

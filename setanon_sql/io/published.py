@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import Attribute, Dataset, Run
+from setanon_sql.catalog import Dataset, Run
 from setanon_sql.names import run_table
 
 
@@ -47,19 +47,3 @@ def published(backend: Backend, dataset: Dataset, run: Run | None) -> Published:
                 if name in existing:
                     target[attribute.attr_no] = backend.table(name)
     return Published(dataset, run, records, items, dicts, maps)
-
-
-def set_attribute_for_export(dataset: Dataset, column: str | None) -> Attribute:
-    """The set-valued attribute a FIMI export writes."""
-    from setanon_sql.errors import UsageError
-
-    if column:
-        attribute = dataset.attribute(column)
-        if not attribute.is_set:
-            raise UsageError(f"column {column!r} of dataset {dataset.name!r} is not set-valued")
-        return attribute
-    if len(dataset.set_attributes) != 1:
-        names = ", ".join(a.name for a in dataset.set_attributes)
-        raise UsageError(f"dataset {dataset.name!r} has several set-valued columns ({names}); "
-                         "choose one with --column, or export --format tsv")
-    return dataset.set_attributes[0]

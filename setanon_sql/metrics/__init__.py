@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import published, set_attribute_for_export
+from setanon_sql.io.published import published
 from setanon_sql.metrics.mining import util_mining_tables
 from setanon_sql.names import staging_table
 
@@ -41,7 +41,7 @@ class _Sides:
     when the run has its own dictionary), dropped on exit."""
 
     def __init__(self, backend: Backend, dataset: Dataset, run: Run, column: str | None) -> None:
-        attribute = set_attribute_for_export(dataset, column or run.params.get("column"))
+        attribute = dataset.set_attribute(column or run.params.get("column"), "the utility metrics")
         self.backend = backend
         self.items = backend.table(dataset.items_table(attribute))
         tables = published(backend, dataset, run)

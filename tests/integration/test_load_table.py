@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import InputError, UsageError
+from setanon_sql.models import require_model
 from tests.conftest import write
 from tests.integration.test_load_transactions import schema_state
 
@@ -93,3 +95,32 @@ def test_mimic_demo_round_trips(db: Backend, tmp_path: Path, shared_data: Path) 
     assert dataset.attribute("icd9_codes").n_distinct == 581
     out = api.export_dataset(db, dataset, tmp_path / "mimic.tsv", fmt="tsv")
     assert out.read_bytes() == source.read_bytes()
+
+
+@pytest.mark.parametrize(("use", "needs_one"), [
+    ("export", "a FIMI export (unlike --format tsv)"), ("km", "--model km"), ("rho", "--model rho"),
+    ("prho", "--model prho"),
+])
+def test_a_set_valued_column_must_be_named_when_there_are_several(
+        db: Backend, tmp_path: Path, use: str, needs_one: str) -> None:
+    dataset = api.load_table(db, write(tmp_path / "adm.tsv", TSV), "adm", "id",
+                             ["codes", "drugs"])
+
+    def run(column: str | None) -> None:
+        if use == "export":
+            api.export_dataset(db, dataset, tmp_path / "out.dat", fmt="fimi", column=column)
+        else:
+            params = {"km": {"k": "2", "m": 1},
+                      "rho": {"rho": 0.5, "m": 1, "sensitive_fraction": 0.4},
+                      "prho": {"rho": 0.5, "m": 1, "setting": "fixed",
+                               "sensitive_fraction": 0.4}}[use]
+            api.anonymize(db, dataset, require_model(use), {**params, "column": column}, seed=1)
+
+    with pytest.raises(UsageError, match=f"2 set-valued columns \\(codes, drugs\\); "
+                                         f"{re.escape(needs_one)} works on exactly one: "
+                                         "name it with --column"):
+        run(None)
+    with pytest.raises(UsageError, match="--column 'birth' of dataset 'adm' is not set-valued"):
+        run("birth")
+    assert not (tmp_path / "out.dat").exists()
+    assert db.table_names("r1_") == []

@@ -41,7 +41,6 @@ from setanon_sql.models.km.params import (
 )
 from setanon_sql.models.km.sampled import enforce_sampled
 from setanon_sql.models.km.sampler import Sampler
-from setanon_sql.models.km.target import target_attribute
 from setanon_sql.models.km.verify import verify_run
 from setanon_sql.names import staging_table
 from setanon_sql.runs import RunContext
@@ -57,7 +56,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     (Sec. V-B, A^(r)); an all-exact search is deterministic and runs once.
     """
     chosen = parse_params(params)
-    attribute = target_attribute(dataset, chosen.column)
+    attribute = dataset.set_attribute(chosen.column, "--model km")
     items = backend.table(dataset.items_table(attribute))
     dictionary = backend.table(dataset.dict_table(attribute))
     hierarchy = None if chosen.graph else resolve_hierarchy(backend, dataset, attribute,
@@ -93,7 +92,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
 def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:
     """Parameters, and the --graph / --coordinates files, before the run is recorded."""
     chosen = parse_params(params)
-    attribute = target_attribute(dataset, chosen.column)
+    attribute = dataset.set_attribute(chosen.column, "--model km")
     if not chosen.graph:
         return
     dictionary = backend.table(dataset.dict_table(attribute))

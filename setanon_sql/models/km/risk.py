@@ -19,7 +19,6 @@ from setanon_sql.errors import UsageError
 from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.models.km.sampler import Sampler
-from setanon_sql.models.km.target import target_attribute
 from setanon_sql.names import staging_table
 
 _STREAM_RISK, _STREAM_VERIFY = 900_001, 900_002
@@ -39,7 +38,7 @@ def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
         raise UsageError(f"--m {m}: give an itemset size >= 1")
     if not (0 < epsilon < 1 and 0 < delta < 1):
         raise UsageError("--epsilon and --delta must lie in (0, 1)")
-    attribute = target_attribute(dataset, column)
+    attribute = dataset.set_attribute(column, "setanon risk")
     made: dict[str, exp.Table] = {}
     sampler = Sampler(backend, backend.table(dataset.items_table(attribute)),
                       lambda p: _staging(p, made, backend), seed, _STREAM_RISK)

@@ -19,13 +19,12 @@ from setanon_sql.models.km.itemsets import violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
-from setanon_sql.models.km.target import target_attribute
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     """Check every size the way the run enforced it; see the module docstring."""
     params = parse_params(run.params)
-    attribute = target_attribute(dataset, params.column)
+    attribute = dataset.set_attribute(params.column, "--model km")
     view = published(backend, dataset, run)
     attr_no = attribute.attr_no
     if attr_no not in view.maps:

@@ -18,7 +18,6 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import InputError
-from setanon_sql.io.published import set_attribute_for_export
 from setanon_sql.metrics import util_dist_tables, util_info_tables
 from setanon_sql.models.base import Model
 from setanon_sql.models.prho.build import build_constraint
@@ -41,7 +40,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until every (sampled) adversary is safe, and publish."""
     chosen = parse_params(params)
-    attribute = set_attribute_for_export(dataset, chosen.column)
+    attribute = dataset.set_attribute(chosen.column, "--model prho")
     items = backend.table(dataset.items_table(attribute))
     dictionary = backend.table(dataset.dict_table(attribute))
     records = backend.table(dataset.records_table)

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import published, set_attribute_for_export
+from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.prho.adversaries import (
     draw_ranks,
@@ -49,7 +49,7 @@ def _constraint(backend: Backend, dataset: Dataset, run: Run, attribute: Any) ->
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     """Subset of the input record by record, and every (or every sampled) adversary safe."""
     chosen = parse_params(run.params)
-    attribute = set_attribute_for_export(dataset, chosen.column)
+    attribute = dataset.set_attribute(chosen.column, "--model prho")
     pub = published(backend, dataset, run).items[attribute.attr_no]
     items = backend.table(dataset.items_table(attribute))
     constraint = _constraint(backend, dataset, run, attribute)

@@ -19,7 +19,6 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import InputError
-from setanon_sql.io.published import set_attribute_for_export
 from setanon_sql.models.base import Model
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.dnc import base_query, split_points
@@ -35,7 +34,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until the data is ρ-uncertain, and publish it."""
     chosen = parse_params(params)
-    attribute = set_attribute_for_export(dataset, chosen.column)
+    attribute = dataset.set_attribute(chosen.column, "--model rho")
     items = backend.table(dataset.items_table(attribute))
     dictionary = backend.table(dataset.dict_table(attribute))
     lowest = backend.scalar("rho_min_item_id", tables={"items": items})

@@ -6,7 +6,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import published, set_attribute_for_export
+from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.rho.check import check_shape, count_unsafe
 from setanon_sql.models.rho.qids import col
@@ -16,7 +16,7 @@ from setanon_sql.names import run_table, staging_table
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     """Subset of the input record by record, and conf(q -> e) <= ρ for every qid q."""
-    attribute = set_attribute_for_export(dataset, run.params.get("column"))
+    attribute = dataset.set_attribute(run.params.get("column"), "--model rho")
     pub = published(backend, dataset, run).items[attribute.attr_no]
     items = backend.table(dataset.items_table(attribute))
     sens = backend.table(run_table(run.run_id, "sensitive"))
