@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
@@ -80,3 +81,17 @@ def test_cli_anonymize_and_verify(db_url: DbUrl, tmp_path: Path) -> None:
     result = runner.invoke(main, ["verify", "b", *db_url.args])
     assert result.exit_code == 0 and "guarantee met" in result.output
     assert "unsafe_rules: 0" in result.output
+
+
+@pytest.mark.parametrize(("model", "params"), [
+    ("rho", {"rho": 0.5, "sensitive_fraction": 0.4}),
+    ("prho", {"rho": 0.5, "setting": "fixed", "sensitive_fraction": 0.4}),
+])
+def test_item_ids_below_one_are_refused(db: Backend, baskets: api.Dataset, model: str,
+                                        params: dict) -> None:
+    """Item id 0 is the qid enumeration's padding: a table numbered from 0 is refused."""
+    items = db.table(baskets.items_table(baskets.set_attributes[0]))
+    db.run(exp.update(items, {"item_id": exp.column("item_id") - 1}))
+    with pytest.raises(api.InputError, match="item ids must be >= 1 \\(found 0\\)"):
+        api.anonymize(db, baskets, require_model(model), params, seed=1)
+    assert db.table_names("r1_") == []

@@ -17,7 +17,6 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
-from setanon_sql.errors import InputError
 from setanon_sql.metrics import util_dist_tables, util_info_tables
 from setanon_sql.models.base import Model
 from setanon_sql.models.prho.build import build_constraint
@@ -33,6 +32,7 @@ from setanon_sql.models.prho.suppressor import run_suppressor
 from setanon_sql.models.prho.verify import verify_run
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.qids import col
+from setanon_sql.models.rho.target import suppression_target
 from setanon_sql.runs import RunContext
 
 
@@ -40,14 +40,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until every (sampled) adversary is safe, and publish."""
     chosen = parse_params(params)
-    attribute = dataset.set_attribute(chosen.column, "--model prho")
-    items = backend.table(dataset.items_table(attribute))
-    dictionary = backend.table(dataset.dict_table(attribute))
+    target = suppression_target(backend, dataset, chosen.column, "--model prho")
+    attribute, items, dictionary = target.attribute, target.items, target.dictionary
     records = backend.table(dataset.records_table)
-    lowest = backend.scalar("rho_min_item_id", tables={"items": items})
-    if lowest is not None and int(lowest) < 1:
-        raise InputError(f"dataset {dataset.name!r}: item ids must be >= 1 (found {lowest}); "
-                         "reload it with 'setanon load'")
     shape = None if chosen.sampled else check_shape(backend, items, chosen.m)
     constraint = build_constraint(backend, context, chosen, items, records, dictionary)
     context.figures.update(constraint.figures)

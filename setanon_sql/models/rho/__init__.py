@@ -18,7 +18,6 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
-from setanon_sql.errors import InputError
 from setanon_sql.models.base import Model
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.dnc import base_query, split_points
@@ -26,6 +25,7 @@ from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, parse_param
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.sensitive import build_sensitive
 from setanon_sql.models.rho.suppressor import Suppressor
+from setanon_sql.models.rho.target import suppression_target
 from setanon_sql.models.rho.verify import verify_run
 from setanon_sql.runs import RunContext
 
@@ -34,13 +34,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until the data is ρ-uncertain, and publish it."""
     chosen = parse_params(params)
-    attribute = dataset.set_attribute(chosen.column, "--model rho")
-    items = backend.table(dataset.items_table(attribute))
-    dictionary = backend.table(dataset.dict_table(attribute))
-    lowest = backend.scalar("rho_min_item_id", tables={"items": items})
-    if lowest is not None and int(lowest) < 1:
-        raise InputError(f"dataset {dataset.name!r}: item ids must be >= 1 (found {lowest}); "
-                         "reload it with 'setanon load'")
+    target = suppression_target(backend, dataset, chosen.column, "--model rho")
+    attribute, items, dictionary = target.attribute, target.items, target.dictionary
     shape = check_shape(backend, items, chosen.m)
     sens = context.table("sensitive")
     context.figures.update(build_sensitive(backend, sens, items, dictionary, chosen.sensitive,

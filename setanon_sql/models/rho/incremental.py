@@ -16,7 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, level_query, placeholder, xs
+from setanon_sql.models.rho.qids import col, placeholder, xs
 from setanon_sql.sqlrender import with_alias
 
 
@@ -26,18 +26,6 @@ def touched_query(cur: exp.Table, dels: exp.Table) -> exp.Select:
         col("record_id", "d").eq(col("record_id", "c")))
     return (exp.select(col("record_id", "c"), col("item_id", "c"), col("part", "c"))
             .from_(with_alias(cur, "c")).where(exp.Exists(this=touched)))
-
-
-def touched_levels(backend: Backend, table: exp.Table, tcur: exp.Table,
-                   width: int, purpose: str = "tlvl") -> list[exp.Table]:
-    """Levels 1..width of the touched records only (the same rows as :func:`.level_query`)."""
-    levels: list[exp.Table] = []
-    for k in range(1, width + 1):
-        level = table(f"{purpose}{k}")
-        backend.drop_table(level)
-        backend.materialize(level, level_query(tcur, levels[-1] if levels else None, k))
-        levels.append(level)
-    return levels
 
 
 def delta_query(levels: list[exp.Table], dels: exp.Table, width: int) -> exp.Select:

@@ -134,18 +134,26 @@ def subset_rows(lengths: dict[int, int], width: int) -> int:
                for length, count in lengths.items())
 
 
+def build_levels(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
+                 width: int, purpose: str) -> list[exp.Table]:
+    """Materialize the levels ``<purpose>1..<purpose><width>`` of ``cur`` (see
+    :func:`level_query`), each built from the one before."""
+    levels: list[exp.Table] = []
+    for k in range(1, width + 1):
+        level = table(f"{purpose}{k}")
+        backend.drop_table(level)
+        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k))
+        levels.append(level)
+    return levels
+
+
 def build_supports(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
                    width: int) -> tuple[list[exp.Table], exp.Table]:
     """Materialize the levels lvl1..lvl_width of ``cur`` and the support table ``supx``.
 
     ``table(purpose)`` names the work tables (a run's or a verification's).
     """
-    levels: list[exp.Table] = []
-    for k in range(1, width + 1):
-        level = table(f"lvl{k}")
-        backend.drop_table(level)
-        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k))
-        levels.append(level)
+    levels = build_levels(backend, table, cur, width, "lvl")
     supx = table("supx")
     backend.drop_table(supx)
     backend.materialize(supx, supports_query(levels, width))

@@ -32,11 +32,10 @@ from setanon_sql.models.rho.incremental import (
     members_from_cur,
     mismatch_query,
     subtract_statement,
-    touched_levels,
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
+from setanon_sql.models.rho.qids import build_levels, build_supports, unsafe_rules_query
 from setanon_sql.models.rho.rulekeep import kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -160,7 +159,7 @@ class Suppressor:
         backend = self.backend
         tcur = self._fresh("tcur")
         backend.materialize(tcur, touched_query(cur, dels))
-        levels = touched_levels(backend, self._table, tcur, self.width)
+        levels = build_levels(backend, self._table, tcur, self.width, "tlvl")
         delta = self._fresh("delta")
         backend.materialize(delta, delta_query(levels, dels, self.width))
         for level in levels:
