@@ -9,7 +9,8 @@ measure utility; the table naming, <R, D>, the round bookkeeping and publishing 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from setanon_sql.runs import RunContext
 
 
 @dataclass
-class CutSearch:
+class CutSearch(ABC):
     """The tables of one search: fixed ones (``fixed``) and the current cut."""
 
     backend: Backend
@@ -40,29 +41,29 @@ class CutSearch:
         return self.table(f"cut{self.version}")
 
     @property
+    @abstractmethod
     def fixed(self) -> dict[str, exp.Table]:
         """The tables that stay while the cut changes (dropped with it at the end)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def prepare(self) -> None:
         """Create the fixed tables and the identity cut (Alg. 2 l.4)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
         """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges."""
-        raise NotImplementedError
 
+    @abstractmethod
     def no_merge_error(self, k: int) -> SetanonError:
         """Why a round found nothing to merge while itemsets still violate ``k``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def figures(self) -> dict[str, float | int]:
         """Utility of the current cut: NCP, generalized share, published labels."""
-        raise NotImplementedError
 
+    @abstractmethod
     def publish(self, attr_no: int) -> None:
         """map_<attr>, dict_<attr> and items_<attr> of the run."""
-        raise NotImplementedError
 
     def generalized(self) -> exp.Table:
         """Materialize <R, D> for the current cut (the records with items replaced by nodes)."""
@@ -71,18 +72,24 @@ class CutSearch:
                                  {"items": self.items, "cut": self.cut})
         return target
 
-    def _apply_chosen(self, chosen: exp.Table,
-                      build: Callable[[exp.Table, exp.Table], None]) -> int:
-        """The new cut from the merges in ``chosen``: ``build(new cut, old cut)`` runs only if
-        there is a merge; the old cut and ``chosen`` are dropped. Returns the merge count."""
-        b = self.backend
-        merges = int(b.scalar(exp.select(exp.func("count", exp.Star())).from_(chosen.copy())))
+    @abstractmethod
+    def _next_cut(self, new: exp.Table, old: exp.Table, chosen: exp.Table) -> None:
+        """Materialize ``new``: the cut ``old`` with the merges in ``chosen`` applied."""
+
+    def row_count(self, table: exp.Table) -> int:
+        return int(self.backend.scalar(
+            exp.select(exp.func("count", exp.Star())).from_(table.copy())))
+
+    def _apply_chosen(self, chosen: exp.Table) -> int:
+        """The next cut version from the merges in ``chosen`` (if any); drops the old cut and
+        ``chosen``. Returns the merge count."""
+        merges = self.row_count(chosen)
         if merges:
             old = self.cut
             self.version += 1
-            build(self.cut, old)
-            b.drop_table(old)
-        b.drop_table(chosen)
+            self._next_cut(self.cut, old, chosen)
+            self.backend.drop_table(old)
+        self.backend.drop_table(chosen)
         return merges
 
     def _publish_with(self, attr_no: int, pubid_statement: str,

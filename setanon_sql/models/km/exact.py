@@ -14,14 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlglot import exp
-
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import itemset_nodes, violating_itemsets
-
-
-def _count(gen: CutSearch, table: exp.Table) -> int:
-    return int(gen.backend.scalar(exp.select(exp.func("count", exp.Star())).from_(table.copy())))
 
 
 def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
@@ -34,7 +28,7 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
         generalized = gen.generalized()
         backend.materialize(violations, violating_itemsets(generalized, ell), {"k": k})
         backend.drop_table(generalized)
-        found = _count(gen, violations)
+        found = gen.row_count(violations)
         if not found:
             backend.drop_table(violations)
             return history

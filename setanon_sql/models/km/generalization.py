@@ -84,9 +84,11 @@ class Generalization(CutSearch):
         b.materialize(chosen, "km_choose_merges", {"batch": batch},
                       {"vnodes": vnodes, "hnode": self.table("hnode"), "costs": costs})
         b.drop_table(costs)
-        return self._apply_chosen(chosen, lambda new, old: b.materialize(
-            new, "km_apply_merges", None, {"cut": old, "anc": self.table("anc"),
-                                           "chosen": chosen}))
+        return self._apply_chosen(chosen)
+
+    def _next_cut(self, new: exp.Table, old: exp.Table, chosen: exp.Table) -> None:
+        self.backend.materialize(new, "km_apply_merges", None,
+                                 {"cut": old, "anc": self.table("anc"), "chosen": chosen})
 
     def no_merge_error(self, k: int) -> UsageError:
         """Only the root is left to violate."""

@@ -18,7 +18,6 @@ points, not the Voronoi polygons whose centroid the paper uses, footnote 7).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -63,16 +62,14 @@ class GraphGeneralization(CutSearch):
         b.materialize(chosen, "km_graph_choose_merges", {"batch": batch},
                       {"vnodes": vnodes, "costs": costs})
         b.drop_table(costs)
-        return self._apply_chosen(chosen, self._join_components(chosen))
+        return self._apply_chosen(chosen)
 
-    def _join_components(self, chosen: exp.Table) -> Callable[[exp.Table, exp.Table], None]:
-        def build(new: exp.Table, old: exp.Table) -> None:
-            comp = self.table("comp")
-            self.backend.materialize(comp, "km_graph_components", None, {"chosen": chosen})
-            self.backend.materialize(new, "km_graph_apply_merges", None,
-                                     {"cut": old, "comp": comp})
-            self.backend.drop_table(comp)
-        return build
+    def _next_cut(self, new: exp.Table, old: exp.Table, chosen: exp.Table) -> None:
+        """Chained merges of the round are joined into components first."""
+        comp = self.table("comp")
+        self.backend.materialize(comp, "km_graph_components", None, {"chosen": chosen})
+        self.backend.materialize(new, "km_graph_apply_merges", None, {"cut": old, "comp": comp})
+        self.backend.drop_table(comp)
 
     def no_merge_error(self, k: int) -> SetanonError:
         """One part is left (fewer than k records hold an item), or the violating parts are

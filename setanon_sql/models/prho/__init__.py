@@ -40,8 +40,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until every (sampled) adversary is safe, and publish."""
     chosen = parse_params(params)
-    target = suppression_target(backend, dataset, chosen.column, "--model prho")
-    attribute, items, dictionary = target.attribute, target.items, target.dictionary
+    attribute, items, dictionary = suppression_target(backend, dataset, chosen.column,
+                                                      "--model prho")
     records = backend.table(dataset.records_table)
     shape = None if chosen.sampled else check_shape(backend, items, chosen.m)
     constraint = build_constraint(backend, context, chosen, items, records, dictionary)

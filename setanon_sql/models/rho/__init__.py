@@ -34,8 +34,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
               context: RunContext) -> None:
     """Suppress item occurrences until the data is ρ-uncertain, and publish it."""
     chosen = parse_params(params)
-    target = suppression_target(backend, dataset, chosen.column, "--model rho")
-    attribute, items, dictionary = target.attribute, target.items, target.dictionary
+    attribute, items, dictionary = suppression_target(backend, dataset, chosen.column,
+                                                      "--model rho")
     shape = check_shape(backend, items, chosen.m)
     sens = context.table("sensitive")
     context.figures.update(build_sensitive(backend, sens, items, dictionary, chosen.sensitive,

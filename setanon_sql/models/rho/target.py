@@ -6,7 +6,7 @@ be at least 1; the loaders number from 1, and this refuses tables numbered other
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -15,8 +15,7 @@ from setanon_sql.catalog import Attribute, Dataset
 from setanon_sql.errors import InputError
 
 
-@dataclass(frozen=True)
-class SuppressionTarget:
+class SuppressionTarget(NamedTuple):
     """The column and its record-item and dictionary tables."""
 
     attribute: Attribute
