@@ -189,6 +189,9 @@ class Run:
     seconds: float | None
     figures: dict[str, Any]
     message: str | None
+    phase: str | None = None
+    verification: str | None = None
+    verification_detail: dict[str, Any] | None = None
 
 
 def get_run(backend: Backend, dataset: Dataset, run: int | str) -> Run:
@@ -213,6 +216,8 @@ def get_run(backend: Backend, dataset: Dataset, run: int | str) -> Run:
             f"no run {run_id} of dataset {dataset.name!r}; 'setanon runs' lists the runs"
         )
     (run_id, dataset_id, model, params, seed, backend_name, status, version, seconds, figures,
-     message) = rows[0]
+     message, phase, verification, verification_detail) = rows[0]
     return Run(int(run_id), int(dataset_id), model, json.loads(params), seed, backend_name,
-               status, version, seconds, json.loads(figures) if figures else {}, message)
+               status, version, seconds, json.loads(figures) if figures else {}, message,
+               phase, verification, json.loads(verification_detail) if verification_detail
+               else None)

@@ -1,8 +1,22 @@
-"""Errors with actionable messages.
+"""Errors with actionable messages, one class per kind, each with its own exit code.
 
 Every error a user can cause derives from :class:`SetanonError`; the CLI prints its message on one
 line and exits with ``exit_code``. Messages name the thing that failed (file, table, column,
-parameter) and say what to do next.
+parameter, run) and say what to do next.
+
+Exit codes (documented in the README; scripts rely on them):
+
+====  ==========================================================================================
+0     success
+1     the privacy guarantee is not met: verification failed, or a run's output was refused
+      because it did not finish or did not pass verification (:class:`GuaranteeNotMetError`,
+      :class:`NotPublishableError`)
+2     bad input or parameters, unknown names, a locked or unreachable database
+3     a database error (:class:`DatabaseError`, carrying the driver's SQLSTATE)
+4     a sampled verification could not decide at its stated confidence
+      (:class:`VerificationInconclusiveError`); nothing is published
+130   interrupted (Ctrl-C, SIGTERM): the run is marked interrupted, nothing is published
+====  ==========================================================================================
 """
 
 from __future__ import annotations
@@ -42,7 +56,42 @@ class UnsupportedOperationError(SetanonError):
     """sqlglot cannot express a construct in the backend's dialect."""
 
 
+class WorkTooLargeError(UsageError):
+    """The estimated work of a step exceeds what the machine can do; names the option bounding it."""
+
+
 class GuaranteeNotMetError(SetanonError):
     """Verification found a violation of the privacy guarantee (exit code 1)."""
 
     exit_code = 1
+
+
+class NotPublishableError(SetanonError):
+    """A run's output was asked for, but the run did not finish or did not pass verification.
+
+    Exit code 1, like a failed guarantee: nothing leaves a run that was not verified.
+    """
+
+    exit_code = 1
+
+
+class VerificationInconclusiveError(SetanonError):
+    """A sampled verification could neither confirm nor refute the guarantee (exit code 4)."""
+
+    exit_code = 4
+
+
+class DatabaseError(SetanonError):
+    """The database refused a statement: carries the driver's SQLSTATE (exit code 3)."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+
+
+class InterruptedRunError(SetanonError):
+    """The command was interrupted (Ctrl-C or SIGTERM); exit code 130, nothing published."""
+
+    exit_code = 130

@@ -82,7 +82,7 @@ WHERE run_id = :run_id
 
 -- name: run_by_id
 SELECT run_id, dataset_id, model, params, seed, backend, status, package_version, seconds,
-       figures, message
+       figures, message, phase, verification, verification_detail
 FROM runs WHERE run_id = :run_id
 
 -- name: run_latest_of_dataset

@@ -25,12 +25,22 @@ class Verification:
     """The outcome of checking a run against its guarantee.
 
     ``covered`` says what was checked (e.g. "every itemset of size <= 2, exactly" or "10,000
-    sampled adversaries; unsafe share <= 0.01 with confidence 0.95").
+    sampled adversaries; unsafe share <= 0.01 with confidence 0.95"). A sampled check that can
+    neither confirm nor refute the guarantee at its stated confidence sets ``inconclusive``
+    (with ``ok`` False): an inconclusive run is not published, like a failed one.
     """
 
     ok: bool
     covered: str
     details: dict[str, Any] = field(default_factory=dict)
+    inconclusive: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """'passed', 'failed' or 'inconclusive', as recorded in the catalog."""
+        if self.inconclusive:
+            return "inconclusive"
+        return "passed" if self.ok else "failed"
 
 
 AnonymizeFn = Callable[[Backend, Dataset, dict[str, Any], RunContext], None]
