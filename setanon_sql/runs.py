@@ -40,6 +40,16 @@ class RunContext:
         """A table of this run (dropped if the run fails)."""
         return self.backend.table(run_table(self.run_id, purpose))
 
+    def set_phase(self, phase: str) -> None:
+        """Record where the run is ('search', 'publish', 'verify', 'apply'), for ``runs``."""
+        set_phase(self.backend, self.run_id, phase)
+
+
+def set_phase(backend: Backend, run_id: int, phase: str) -> None:
+    """Record the phase of run ``run_id`` in the catalog (committed at once)."""
+    backend.run("run_set_phase", {"run_id": run_id, "phase": phase},
+                backend.catalog_tables("runs"))
+
 
 def _drop_run_tables(backend: Backend, run_id: int) -> None:
     for name in backend.table_names(run_table(run_id, "x")[:-1]):
@@ -60,6 +70,7 @@ def recorded_run(
             "backend": backend.name, "package_version": __version__,
         }, tables)
     context = RunContext(backend, dataset, run_id, seed)
+    context.set_phase("search")
     started = time.perf_counter()
     try:
         yield context

@@ -75,6 +75,9 @@ INSERT INTO runs (run_id, dataset_id, model, params, seed, backend, status, pack
 VALUES (:run_id, :dataset_id, :model, :params, :seed, :backend, 'running', :package_version,
         CURRENT_TIMESTAMP)
 
+-- name: run_set_phase
+UPDATE runs SET phase = :phase WHERE run_id = :run_id
+
 -- name: run_finish
 UPDATE runs SET status = :status, finished_at = CURRENT_TIMESTAMP, seconds = :seconds,
        figures = :figures, message = :message
