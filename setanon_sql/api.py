@@ -20,7 +20,16 @@ from setanon_sql import inplace
 from setanon_sql.attach import attach
 from setanon_sql.backends import DEFAULT_SCHEMA, Backend, connect
 from setanon_sql.catalog import Dataset, Run, find_dataset, get_dataset, get_run
-from setanon_sql.errors import InputError, NotFoundError, SetanonError, UsageError
+from setanon_sql.errors import (
+    GuaranteeNotMetError,
+    InputError,
+    NotFoundError,
+    NotPublishableError,
+    SetanonError,
+    UsageError,
+    VerificationInconclusiveError,
+)
+from setanon_sql.gate import clear_verification, record_verification, require_publishable
 from setanon_sql.io.export import export_dataset
 from setanon_sql.io.hierarchy import load_hierarchy
 from setanon_sql.io.replace import drop_dataset
@@ -30,7 +39,7 @@ from setanon_sql.migrations import migrate
 from setanon_sql.models import require_model
 from setanon_sql.models.base import Model, Verification
 from setanon_sql.resources import demo_data_dir
-from setanon_sql.runs import cleanup_runs, dataset_lock, list_runs, recorded_run
+from setanon_sql.runs import cleanup_runs, dataset_lock, list_runs, recorded_run, set_phase
 from setanon_sql.summary import dataset_summary
 
 __all__ = [
@@ -80,16 +89,22 @@ def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
 
 def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str, Any],
               seed: int | None = None, in_place: bool = False, dry_run: bool = False,
-              wait_seconds: float = 0.0) -> int:
-    """Run ``model`` on ``dataset`` as a recorded run; returns the run id.
+              wait_seconds: float = 0.0, check: bool = True) -> int:
+    """Run ``model`` on ``dataset`` as a recorded run, then verify it; returns the run id.
 
     Without a seed, a random one is drawn and recorded, so every run can be repeated. The
     dataset is locked for the run (another process on it waits ``wait_seconds``, then is
-    refused), and runs of it that a killed process left behind are cleaned up first. With
-    ``in_place`` (attached datasets), the finished run is then applied to the user's tables in
-    one transaction (see :func:`apply_in_place`); with ``dry_run`` too, only planned (see
-    :func:`preview_in_place`).
+    refused), and runs of it that a killed process left behind are cleaned up first. The
+    finished run is verified by its model's independent verifier and the outcome recorded:
+    only a run that passed can be exported, applied or reported (:mod:`setanon_sql.gate`); a
+    failed verification raises GuaranteeNotMetError, an inconclusive one
+    VerificationInconclusiveError, both naming the run. ``check=False`` leaves the run
+    unverified (unpublishable until :func:`verify` passes). With ``in_place`` (attached
+    datasets), the verified run is then applied to the user's tables in one transaction (see
+    :func:`apply_in_place`); with ``dry_run`` too, only planned (see :func:`preview_in_place`).
     """
+    if in_place and not check:
+        raise UsageError("--in-place writes only a verified run: drop --no-verify")
     if dry_run and not in_place:
         raise UsageError("--dry-run shows what --in-place would change: pass both")
     with dataset_lock(backend, dataset, wait_seconds):
@@ -102,8 +117,11 @@ def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str
             seed = secrets.randbelow(2**31)
         with recorded_run(backend, dataset, model.name, params, seed) as context:
             model.anonymize(backend, dataset, params, context)
+        if check:
+            verify(backend, dataset, get_run(backend, dataset, context.run_id), enforce=True,
+                   model=model)
         if in_place and not dry_run:
-            apply_in_place(backend, dataset, get_run(backend, dataset, context.run_id))
+            _apply(backend, dataset, get_run(backend, dataset, context.run_id))
     return context.run_id
 
 
@@ -142,8 +160,18 @@ def apply_in_place(backend: Backend, dataset: Dataset, run: Run,
     backup, so :func:`undo_in_place` restores the original rows exactly.
     """
     with dataset_lock(backend, dataset, wait_seconds):
-        _check_in_place(backend, dataset, sync=False)
-        return inplace.apply_plan(backend, inplace.build_plan(backend, dataset, run))
+        return _apply(backend, dataset, run)
+
+
+def _apply(backend: Backend, dataset: Dataset, run: Run) -> dict[str, Any]:
+    """The apply itself, under the dataset's lock: only a verified run (the gate), and the
+    user's tables are checked to equal its verified output before the transaction commits."""
+    require_publishable(dataset, run)
+    _check_in_place(backend, dataset, sync=False)
+    set_phase(backend, run.run_id, "apply")
+    figures = inplace.apply_plan(backend, inplace.build_plan(backend, dataset, run))
+    set_phase(backend, run.run_id, "applied")
+    return figures
 
 
 def in_place_figures(backend: Backend, run_id: int) -> dict[str, Any]:
@@ -156,11 +184,39 @@ def undo_in_place(backend: Backend, run_id: int, wait_seconds: float = 0.0) -> d
     return inplace.undo_run(backend, run_id, wait_seconds)
 
 
-def verify(backend: Backend, dataset: Dataset, run: Run) -> Verification:
-    """Re-check a finished run against its model's guarantee, from the DBMS."""
+def verify(backend: Backend, dataset: Dataset, run: Run, enforce: bool = False,
+           model: Model | None = None) -> Verification:
+    """Check a finished run against its model's guarantee, from the DBMS, and record the outcome.
+
+    The model's verifier recomputes the guarantee from the original data and the published
+    output alone. The outcome (passed, failed, inconclusive) is stored with the run; it is what
+    the gate reads before anything of the run is handed on. With ``enforce``, an outcome other
+    than passed raises (GuaranteeNotMetError, exit 1; VerificationInconclusiveError, exit 4).
+    ``model`` is the run's model when the caller holds it (default: the registered one).
+    """
     if run.status != "done":
-        raise UsageError(f"run {run.run_id} is {run.status}, not done: there is nothing to verify")
-    return require_model(run.model).verify(backend, dataset, run)
+        raise NotPublishableError(
+            f"run {run.run_id} of {dataset.name!r} is {run.status}, not done: it has no output "
+            "to verify, and nothing of it is published")
+    clear_verification(backend, run.run_id)
+    set_phase(backend, run.run_id, "verify")
+    result = (model or require_model(run.model)).verify(backend, dataset, run)
+    record_verification(backend, run.run_id, result)
+    set_phase(backend, run.run_id, "verified")
+    if enforce and result.outcome != "passed":
+        raise verification_error(dataset, run, result)
+    return result
+
+
+def verification_error(dataset: Dataset, run: Run, result: Verification) -> SetanonError:
+    """The error of a run whose verification did not pass: names the run and the next step."""
+    where = f"run {run.run_id} of {dataset.name!r} ({run.model})"
+    show = f"'setanon verify {dataset.name} --run {run.run_id}' shows the details"
+    if result.inconclusive:
+        return VerificationInconclusiveError(
+            f"{where}: the sampled verification was inconclusive; nothing is published. {show}, "
+            "with a new sample")
+    return GuaranteeNotMetError(f"{where} failed verification; nothing is published. {show}")
 
 
 def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,

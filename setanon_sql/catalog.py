@@ -195,14 +195,18 @@ class Run:
 
 
 def get_run(backend: Backend, dataset: Dataset, run: int | str) -> Run:
-    """Run ``run`` (an id or 'latest') of ``dataset``; NotFoundError if there is none."""
+    """Run ``run`` (an id or 'latest') of ``dataset``; NotFoundError if there is none.
+
+    'latest' is the dataset's most recent run whatever its status: after a failed run it is that
+    failed run (which the gate then refuses to publish), never an older run of another model.
+    """
     tables = _tables(backend, "runs")
     if run == "latest":
         run_id = backend.scalar("run_latest_of_dataset", {"dataset_id": dataset.dataset_id},
                                 tables)
         if run_id is None:
             raise NotFoundError(
-                f"dataset {dataset.name!r} has no finished run; anonymize it first with "
+                f"dataset {dataset.name!r} has no run; anonymize it first with "
                 f"'setanon anonymize {dataset.name} --model MODEL'"
             )
     else:

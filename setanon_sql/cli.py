@@ -207,14 +207,20 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
               help="then write the result into the attached tables (one transaction; undo)")
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="with --in-place: print what would change in the tables, write nothing")
+@click.option("--no-verify", "no_verify", is_flag=True,
+              help="skip the verification after the run; the run cannot be exported, applied "
+                   "or reported until 'setanon verify' passes")
 @_WAIT_OPTION
 @db_options
 @click.pass_context
 def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None,
-              in_place: bool, dry_run: bool, wait: float) -> None:
+              in_place: bool, dry_run: bool, no_verify: bool, wait: float) -> None:
     """Anonymize a dataset with a privacy model; prints the run id.
 
-    The model's own options follow --model; 'setanon models' lists them. With --in-place
+    The model's own options follow --model; 'setanon models' lists them. The finished run is
+    verified from the original data and its output; only a run that passed can be exported,
+    applied or reported (exit code 1 if it failed, 4 if a sampled check was inconclusive). With
+    --in-place
     (attached datasets) the result replaces the rows of the user's tables in one transaction;
     'setanon undo RUN' restores them.
 
@@ -229,8 +235,16 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
     chosen = require_model(model)
     params = model_params(chosen, ctx.args)
     with _status(f"anonymizing {name} with {model}"):
-        run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run, wait)
+        run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run, wait,
+                               check=not no_verify)
     click.echo(run_id)
+    done = api.get_run(db, dataset, run_id)
+    if done.verification is None:
+        click.echo(f"run {run_id} was not verified (--no-verify): 'setanon verify {name} "
+                   f"--run {run_id}' before exporting it", err=True)
+    else:
+        covered = (done.verification_detail or {}).get("covered", "")
+        click.echo(f"run {run_id} verification {done.verification}: {covered}", err=True)
     if dry_run:
         run = api.get_run(db, dataset, run_id)
         click.echo(format_preview(api.preview_in_place(db, dataset, run)))
@@ -273,6 +287,9 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
            mapping: str | None) -> None:
     """Export a dataset (as loaded, or as published by a run) to FIMI, CSV or TSV.
 
+    A run is exported only when it finished and passed verification; otherwise nothing is
+    written (exit code 1). Without --run the raw data as loaded is written, and said so.
+
     \b
     Example:
       setanon export bms2 --run latest --format fimi -o bms2_anon.dat
@@ -281,7 +298,13 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
     found = api.get_run(db, dataset, run) if run else None
     with _status(f"exporting {name}"):
         target = api.export_dataset(db, dataset, output, fmt, found, column, mapping)
-    click.echo(f"wrote {target}")
+    if found is None:
+        click.echo(f"wrote {target}: the RAW data of {name!r} as loaded, NOT anonymized "
+                   "(pass --run to export a run's output)")
+    else:
+        params = " ".join(f"{key}={value}" for key, value in sorted(found.params.items()))
+        click.echo(f"wrote {target}: run {found.run_id} of {name!r}, model {found.model} "
+                   f"({params}), seed {found.seed}, verification {found.verification}")
 
 
 @main.command()

@@ -6,12 +6,12 @@ from typing import Any
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import published
+from setanon_sql.io.published import loaded, publishable
 
 
 def dataset_summary(backend: Backend, dataset: Dataset, run: Run | None = None) -> dict[str, Any]:
-    """Size and shape of a dataset (as loaded, or as published by ``run``)."""
-    view = published(backend, dataset, run)
+    """Size and shape of a dataset (as loaded, or as published by ``run``: a verified run only)."""
+    view = loaded(backend, dataset) if run is None else publishable(backend, dataset, run)
     summary: dict[str, Any] = {
         "dataset": dataset.name, "kind": dataset.kind, "source": dataset.source,
         "records": dataset.n_records, "backend": backend.name,

@@ -83,13 +83,17 @@ UPDATE runs SET status = :status, finished_at = CURRENT_TIMESTAMP, seconds = :se
        figures = :figures, message = :message
 WHERE run_id = :run_id
 
+-- name: run_set_verification
+UPDATE runs SET verification = :verification, verification_detail = :detail
+WHERE run_id = :run_id
+
 -- name: run_by_id
 SELECT run_id, dataset_id, model, params, seed, backend, status, package_version, seconds,
        figures, message, phase, verification, verification_detail
 FROM runs WHERE run_id = :run_id
 
 -- name: run_latest_of_dataset
-SELECT max(run_id) FROM runs WHERE dataset_id = :dataset_id AND status = 'done'
+SELECT max(run_id) FROM runs WHERE dataset_id = :dataset_id
 
 -- name: run_list
 SELECT r.run_id, d.name, r.model, r.status, r.seed, r.seconds, r.params

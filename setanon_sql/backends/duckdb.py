@@ -11,9 +11,9 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend, Params, Rows
 from setanon_sql.errors import (
     ConnectionFailedError,
+    DatabaseError,
     InputError,
     PermissionDeniedError,
-    SetanonError,
     UsageError,
 )
 
@@ -53,8 +53,10 @@ class DuckDBBackend(Backend):
             return cursor.fetchall() if fetch else []
         except duckdb.PermissionException as error:
             raise PermissionDeniedError(f"DuckDB refused: {error}") from None
+        except duckdb.ConstraintException as error:
+            raise DatabaseError(f"DuckDB refused a setanon statement: {error}", "23000") from None
         except duckdb.Error as error:
-            raise SetanonError(f"DuckDB failed on a setanon statement: {error}") from error
+            raise DatabaseError(f"DuckDB failed on a setanon statement: {error}") from None
 
     def _begin(self) -> None:
         self._con.begin()

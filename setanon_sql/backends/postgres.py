@@ -11,6 +11,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend, Params, Rows
 from setanon_sql.errors import (
     ConnectionFailedError,
+    DatabaseError,
     InputError,
     PermissionDeniedError,
     SetanonError,
@@ -73,7 +74,8 @@ class PostgresBackend(Backend):
                 "privilege or choose another schema with --schema"
             ) from None
         except self._psycopg.Error as error:
-            raise SetanonError(f"PostgreSQL failed on a setanon statement: {error}") from error
+            raise DatabaseError(f"PostgreSQL failed on a setanon statement: {error}",
+                                error.sqlstate) from None
 
     def _begin(self) -> None:
         self._con.execute("BEGIN")

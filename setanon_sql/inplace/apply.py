@@ -16,8 +16,8 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.errors import InputError, PermissionDeniedError, SetanonError
-from setanon_sql.inplace.plan import Plan, check_in_sync
+from setanon_sql.errors import DatabaseError, InputError, PermissionDeniedError
+from setanon_sql.inplace.plan import Plan, check_in_sync, check_matches_published
 from setanon_sql.inplace.statements import actions, delete_where, insert_into, p, update_from
 from setanon_sql.inplace.target import UserTable, typed, writable_check
 from setanon_sql.names import run_table
@@ -25,6 +25,16 @@ from setanon_sql.names import run_table
 # Undo needs INSERT and UPDATE even where the apply only deletes: check all before writing.
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE")
 DELETE_ACTIONS = ("suppress", "delete_record")
+
+
+# SQLSTATE classes of a refusal by the user's own rules: integrity constraints (23), and an
+# exception raised by a trigger (P0001, PL/pgSQL RAISE).
+_USER_RULE_STATES = ("23", "P0001")
+
+
+def refused_by_user_rules(error: DatabaseError) -> bool:
+    """True when the database refused the change for a constraint or trigger of the user's."""
+    return (error.sqlstate or "").startswith(_USER_RULE_STATES)
 
 
 def check_privileges(backend: Backend, *tables: UserTable | None) -> None:
@@ -162,6 +172,7 @@ def apply_plan(backend: Backend, plan: Plan) -> dict[str, Any]:
                 _apply_records(backend, plan)
                 figures["record_rows"] = {str(a): int(n) for a, n in backend.query(
                     "inplace_plan_counts", tables={"plan": undo_records})}
+            check_matches_published(backend, plan)
             backend.run("inplace_delete", {"run_id": run_id},
                         backend.catalog_tables("inplace_applies"))
             backend.run("inplace_insert", {
@@ -169,9 +180,11 @@ def apply_plan(backend: Backend, plan: Plan) -> dict[str, Any]:
                 "records_table": records.ref if records else None,
                 "figures": json.dumps(figures, sort_keys=True)},
                 backend.catalog_tables("inplace_applies"))
-    except SetanonError as error:
-        if type(error) is not SetanonError:
-            raise
+    except DatabaseError as error:
+        if not refused_by_user_rules(error):
+            raise DatabaseError(f"applying run {run_id} to {items.ref} failed and was rolled "
+                                f"back (the tables are unchanged): {error}",
+                                error.sqlstate) from None
         raise InputError(
             f"applying run {run_id} to {items.ref} was refused by the database and rolled back "
             f"(the tables are unchanged): {error}. A constraint, trigger or foreign key of the "

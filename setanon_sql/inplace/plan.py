@@ -16,9 +16,9 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.errors import InputError, UsageError
+from setanon_sql.errors import GuaranteeNotMetError, InputError, UsageError
 from setanon_sql.inplace.target import TEXT, UserTable, user_tables
-from setanon_sql.io.published import published
+from setanon_sql.io.published import publishable
 from setanon_sql.names import run_table
 
 ITEM_ACTIONS = ("generalize", "move", "suppress", "delete_record", "insert")
@@ -76,15 +76,12 @@ def _record_changes(backend: Backend, dataset: Dataset, source: exp.Table,
 
 def build_plan(backend: Backend, dataset: Dataset, run: Run) -> Plan:
     """Compute (or recompute) the plan of applying ``run`` to ``dataset``'s user tables."""
-    if run.status != "done":
-        raise UsageError(f"run {run.run_id} is {run.status}, not done: only a finished run can "
-                         "be applied in place")
     items, records = user_tables(backend, dataset)
     if len(dataset.set_attributes) != 1:
         raise UsageError(f"dataset {dataset.name!r} has {len(dataset.set_attributes)} "
                          "set-valued columns; in-place work knows attached tables with one")
     attribute = dataset.set_attributes[0]
-    out = published(backend, dataset, run)
+    out = publishable(backend, dataset, run)
     orig_dict = backend.table(dataset.dict_table(attribute))
     keymap, plan = _table(backend, run, "ip_keymap"), _table(backend, run, "ip_plan")
     pairs, recplan = _table(backend, run, "ip_pairs"), _table(backend, run, "ip_recplan")
@@ -178,3 +175,50 @@ def preview(backend: Backend, plan: Plan, top: int = 10) -> dict[str, Any]:
         "sample": [list(r) for r in backend.query(
             "inplace_plan_sample", {"n": top}, tables={"plan": plan.pairs})],
     }
+
+
+def check_matches_published(backend: Backend, plan: Plan) -> None:
+    """Inside the apply's transaction, before it commits: the user's tables now hold exactly the
+    run's verified output, or the transaction is refused and rolled back.
+
+    The guarantee was verified on the run's published tables; this check carries it to the
+    user's rows: the distinct (record key, item label) pairs of the user's item table equal the
+    published pairs (keys through the attached record keys), and the user's record table has as
+    many rows as the published records.
+    """
+    out = publishable(backend, plan.dataset, plan.run)
+    items = plan.items
+    assert items.item is not None
+    user = (exp.select(items.as_text(items.key).as_("key_text"),
+                       items.as_text(items.item).as_("label"))
+            .distinct().from_(items.table("t")))
+    wanted = (exp.select(exp.column("key_text", table="k"), exp.column("label", table="d"))
+              .distinct()
+              .from_(out.items[plan.attr_no].as_("i"))
+              .join(out.dicts[plan.attr_no].as_("d"), on="d.item_id = i.item_id")
+              .join(plan.keymap.as_("k"), on="k.record_id = i.record_id"))
+    matched = exp.and_(exp.column("key_text", table="u").eq(exp.column("key_text", table="w")),
+                       exp.column("label", table="u").eq(exp.column("label", table="w")))
+    [(n_user, n_matched)] = backend.query(
+        exp.select(exp.func("count", exp.Star()),
+                   exp.func("count", exp.column("key_text", table="w")))
+        .from_(user.subquery("u")).join(wanted.subquery("w"), on=matched, join_type="left"))
+    n_wanted = backend.scalar(exp.select(exp.func("count", exp.Star()))
+                              .from_(wanted.subquery("w")))
+    problems = []
+    if not int(n_user) == int(n_matched) == int(n_wanted):
+        problems.append(f"{int(n_user) - int(n_matched)} (record, item) pairs of {items.ref} are "
+                        f"not in the verified output and {int(n_wanted) - int(n_matched)} of "
+                        "its pairs are missing")
+    if plan.records is not None:
+        n_rows = backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                .from_(plan.records.table("t")))
+        n_published = backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                     .from_(out.records.copy()))
+        if int(n_rows) != int(n_published):
+            problems.append(f"{plan.records.ref} would hold {n_rows} rows, the verified output "
+                            f"{n_published}")
+    if problems:
+        raise GuaranteeNotMetError(
+            f"applying run {plan.run.run_id} would not leave the verified output in the tables "
+            f"({'; '.join(problems)}); rolled back, nothing changed")

@@ -15,8 +15,8 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
 from setanon_sql.errors import UsageError
-from setanon_sql.io.files import writable_target
-from setanon_sql.io.published import Published, published
+from setanon_sql.io.files import atomic_output, writable_target
+from setanon_sql.io.published import Published, loaded, publishable
 from setanon_sql.names import qi_column
 from setanon_sql.sqlrender import bind_tables, parsed, with_alias
 
@@ -87,33 +87,49 @@ def export_dataset(
     column: str | None = None,
     mapping: str | os.PathLike[str] | None = None,
 ) -> Path:
-    """Write ``dataset`` (as published by ``run``, or as loaded) to ``path``."""
+    """Write ``dataset`` (as published by ``run``, or as loaded) to ``path``.
+
+    A run's output is written only when the run finished and passed verification (see
+    :mod:`setanon_sql.gate`); otherwise NotPublishableError and no file. Files are written under
+    a temporary name and renamed when complete, so a failure leaves nothing at ``path``.
+    """
     if fmt not in EXPORT_FORMATS:
         raise UsageError(f"--format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}")
     target = writable_target(path)
-    view = published(backend, dataset, run)
-    if fmt == "fimi":
-        attribute = dataset.set_attribute(column, _FIMI_TAKES)
-        backend.copy_to_file(_fimi_query(backend, view, attribute.attr_no), target, "\t", None,
-                             quoted=False)
-    else:
-        query, header = _table_query(view, dataset)
-        backend.copy_to_file(query, target, "\t" if fmt == "tsv" else ",", header,
-                             quoted=fmt == "csv")
-    if mapping is not None:
-        _export_mapping(backend, view, dataset, column, mapping)
+    view = loaded(backend, dataset) if run is None else publishable(backend, dataset, run)
+    mapping_target = writable_target(mapping, "mapping file") if mapping is not None else None
+    if mapping_target is not None:
+        _mapping_attribute(view, dataset, column)
+    with atomic_output(target) as partial:
+        if fmt == "fimi":
+            attribute = dataset.set_attribute(column, _FIMI_TAKES)
+            backend.copy_to_file(_fimi_query(backend, view, attribute.attr_no), partial, "\t",
+                                 None, quoted=False)
+        else:
+            query, header = _table_query(view, dataset)
+            backend.copy_to_file(query, partial, "\t" if fmt == "tsv" else ",", header,
+                                 quoted=fmt == "csv")
+        if mapping_target is not None:
+            with atomic_output(mapping_target) as partial_mapping:
+                _export_mapping(backend, view, dataset, column, partial_mapping)
     return target
 
 
-def _export_mapping(backend: Backend, view: Published, dataset: Dataset, column: str | None,
-                    mapping: str | os.PathLike[str]) -> None:
+def _mapping_attribute(view: Published, dataset: Dataset, column: str | None) -> int:
+    """The attribute whose generalization --mapping writes; refused before anything is written."""
     attribute = dataset.set_attribute(column, _FIMI_TAKES)
     if view.run is None or attribute.attr_no not in view.maps:
         what = f"run {view.run.run_id}" if view.run else "the data as loaded"
         raise UsageError(f"--mapping: {what} generalizes no item of column "
                          f"{attribute.name!r}; there is no mapping to write")
-    query = bind_tables(parsed("export_mapping"), {"map": view.maps[attribute.attr_no],
+    return attribute.attr_no
+
+
+def _export_mapping(backend: Backend, view: Published, dataset: Dataset, column: str | None,
+                    target: Path) -> None:
+    attr_no = _mapping_attribute(view, dataset, column)
+    attribute = next(a for a in dataset.set_attributes if a.attr_no == attr_no)
+    query = bind_tables(parsed("export_mapping"), {"map": view.maps[attr_no],
                                                    "dict": backend.table(
                                                        dataset.dict_table(attribute))})
-    backend.copy_to_file(query, writable_target(mapping, "mapping file"), "\t", None,
-                         quoted=False)
+    backend.copy_to_file(query, target, "\t", None, quoted=False)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from setanon_sql.errors import InputError
@@ -30,3 +32,18 @@ def writable_target(path: str | os.PathLike[str], what: str = "output file") -> 
     if not os.access(resolved.parent, os.W_OK):
         raise InputError(f"{what} {path}: directory {resolved.parent} is not writable")
     return resolved
+
+
+@contextmanager
+def atomic_output(target: Path) -> Iterator[Path]:
+    """A temporary name beside ``target``, renamed to it only when the block succeeds.
+
+    An export that fails or is interrupted half-way leaves no file under the requested name
+    (and no partial file at all), so a file at that name is always a complete export.
+    """
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    try:
+        yield partial
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)

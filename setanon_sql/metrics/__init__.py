@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import published
+from setanon_sql.io.published import publishable
 from setanon_sql.metrics.mining import util_mining_tables
 from setanon_sql.names import staging_table
 
@@ -44,7 +44,7 @@ class _Sides:
         attribute = dataset.set_attribute(column or run.params.get("column"), "the utility metrics")
         self.backend = backend
         self.items = backend.table(dataset.items_table(attribute))
-        tables = published(backend, dataset, run)
+        tables = publishable(backend, dataset, run)
         self.pub = tables.items[attribute.attr_no]
         self.scratch: exp.Table | None = None
         own_dict = tables.dicts[attribute.attr_no]

@@ -13,8 +13,8 @@ from typing import Any
 
 from setanon_sql import __version__
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import Dataset, Run
-from setanon_sql.errors import SetanonError, UsageError
+from setanon_sql.catalog import Dataset, Run, get_run
+from setanon_sql.gate import require_publishable
 from setanon_sql.models.base import Verification
 from setanon_sql.report.data import report_data
 from setanon_sql.summary import dataset_summary
@@ -29,30 +29,38 @@ def default_verifier(backend: Backend, dataset: Dataset, run: Run) -> Verificati
     return verify(backend, dataset, run)
 
 
-def require_done(run: Run) -> Run:
-    """Only a finished run has published tables to report on."""
-    if run.status != "done":
-        reason = f" ({run.message})" if run.message else ""
-        raise UsageError(f"run {run.run_id} is {run.status}{reason}: only finished runs have "
-                         "published data to report on; 'setanon runs' lists them")
-    return run
+_STATUS = {"passed": "met", "failed": "NOT MET", "inconclusive": "inconclusive"}
 
 
 def verification(backend: Backend, dataset: Dataset, run: Run,
                  verifier: Verifier | None) -> dict[str, Any]:
-    """The verification outcome as data; a model without a verifier says so instead."""
+    """The verification outcome as data: checked again by ``verifier``, or as recorded.
+
+    Without a verifier, the outcome recorded when the run was last verified is shown (every run
+    is verified when it finishes). A fresh check that does not pass refuses the report: a
+    report shows only the figures of a run whose output may be published.
+    """
     if verifier is None:
-        return {"status": "skipped", "covered": None, "details": {},
-                "message": "not run (--no-verify)"}
+        recorded = run.verification_detail or {}
+        return {"status": _STATUS.get(run.verification or "", "not verified"),
+                "covered": recorded.get("covered"), "details": recorded.get("details", {}),
+                "message": "as recorded when the run was verified"}
     started = time.perf_counter()
-    try:
-        result = verifier(backend, dataset, run)
-    except SetanonError as error:
-        return {"status": "not available", "covered": None, "details": {},
-                "message": " ".join(str(error).split())}
-    return {"status": "met" if result.ok else "NOT MET", "covered": result.covered,
+    result = verifier(backend, dataset, run)
+    if result.outcome != "passed":
+        from setanon_sql.api import verification_error
+
+        raise verification_error(dataset, run, result)
+    return {"status": _STATUS[result.outcome], "covered": result.covered,
             "details": dict(result.details), "message": None,
             "seconds": time.perf_counter() - started}
+
+
+def checked_run(backend: Backend, dataset: Dataset, run: Run,
+                verifier: Verifier | None) -> tuple[Run, dict[str, Any]]:
+    """``run`` as the catalog holds it after the (optional) fresh check, through the gate."""
+    outcome = verification(backend, dataset, run, verifier)
+    return require_publishable(dataset, get_run(backend, dataset, run.run_id)), outcome
 
 
 def run_meta(run: Run) -> dict[str, Any]:
@@ -65,14 +73,15 @@ def run_meta(run: Run) -> dict[str, Any]:
 def build_report(backend: Backend, dataset: Dataset, run: Run | None,
                  verifier: Verifier | None = default_verifier) -> dict[str, Any]:
     """Everything a report shows about ``dataset`` as loaded, or as published by ``run``."""
+    outcome = None
     if run is not None:
-        require_done(run)
+        run, outcome = checked_run(backend, dataset, run, verifier)
     report: dict[str, Any] = {
         "report": "run" if run is not None else "dataset",
         "generated_by": f"setanon_sql {__version__}",
         "summary": dataset_summary(backend, dataset, run),
         "run": run_meta(run) if run is not None else None,
-        "verification": verification(backend, dataset, run, verifier) if run else None,
+        "verification": outcome,
     }
     report.update(report_data(backend, dataset, run))
     return report

@@ -108,8 +108,9 @@ def report_command(db_options: Callable[[Callable[..., Any]], Callable[..., Any]
     @click.option("--format", "fmt", default=None, type=click.Choice(FORMATS),
                   help="text (default), json, or html (the default for -o *.html)")
     @click.option("-o", "--output", default=None, help="write to this file instead of the terminal")
-    @click.option("--verify/--no-verify", default=True, show_default=True,
-                  help="re-check the run's guarantee for the json and html reports")
+    @click.option("--verify/--no-verify", default=False, show_default=True,
+                  help="check the run's guarantee again (default: the outcome recorded when "
+                       "the run was verified); only a run that passed is reported")
     @db_options
     def report(db: Backend, name: str, run: str | None, runs: str | None, fmt: str | None,
                output: str | None, verify: bool) -> None:

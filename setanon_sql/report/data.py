@@ -12,7 +12,8 @@ from typing import Any
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.published import Published, published
+from setanon_sql.io.published import Published, publishable
+from setanon_sql.io.published import loaded as loaded_tables
 from setanon_sql.names import run_table
 from setanon_sql.report.records import column_changes, record_classes
 
@@ -128,8 +129,8 @@ def report_data(backend: Backend, dataset: Dataset, run: Run | None,
     ``original`` (attr_no -> version data of the loaded data) lets a trade-off view compute the
     loaded data's figures once for many runs.
     """
-    loaded = published(backend, dataset, None)
-    view = published(backend, dataset, run) if run is not None else None
+    loaded = loaded_tables(backend, dataset)
+    view = publishable(backend, dataset, run) if run is not None else None
     attributes = []
     for attribute in dataset.set_attributes:
         no = attribute.attr_no

@@ -15,8 +15,8 @@ from setanon_sql import __version__
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
 from setanon_sql.errors import UsageError
-from setanon_sql.io.published import published
-from setanon_sql.report.build import Verifier, require_done, run_meta, verification
+from setanon_sql.io.published import loaded as loaded_tables
+from setanon_sql.report.build import Verifier, checked_run, run_meta
 from setanon_sql.report.data import report_data, version_data
 from setanon_sql.report.figures import figure_name, is_share, numeric_figures
 
@@ -88,20 +88,19 @@ def tradeoff_data(backend: Backend, dataset: Dataset, runs: Sequence[Run],
     """Side-by-side runs and the curves of every utility figure against the privacy axis."""
     if len(runs) < 2:
         raise UsageError("--runs needs at least two run ids of the dataset, e.g. --runs 3,4,5")
-    for run in runs:
-        require_done(run)
-    loaded = published(backend, dataset, None)
+    checked = [checked_run(backend, dataset, run, verifier) for run in runs]
+    loaded = loaded_tables(backend, dataset)
     original = {a.attr_no: version_data(backend, loaded, a.attr_no)
                 for a in dataset.set_attributes}
     axis = privacy_axis(runs)
     entries, curves = [], {}
-    for run, x in zip(runs, axis["values"], strict=True):
+    for (run, outcome), x in zip(checked, axis["values"], strict=True):
         data = report_data(backend, dataset, run, original)
         figures = {figure_name(k): v for k, v in numeric_figures(run.figures).items()}
         shares = {figure_name(k) for k in run.figures if is_share(k)}
         metrics = {**figures, **generic_metrics(data)}
         entries.append({**run_meta(run), "metrics": metrics,
-                        "verification": verification(backend, dataset, run, verifier)})
+                        "verification": outcome})
         for name, value in metrics.items():
             curve = curves.setdefault(name, {"percent": name in shares or "(share)" in name,
                                              "series": {}})

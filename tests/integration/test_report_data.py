@@ -17,6 +17,7 @@ import sqlglot
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.errors import GuaranteeNotMetError, NotPublishableError, UsageError
 from setanon_sql.models.base import Model, Verification
 from setanon_sql.report.build import build_report
 from setanon_sql.report.data import report_data
@@ -164,12 +165,27 @@ def test_verification_outcomes_are_reported(db: Backend, tmp_path: Path) -> None
     def fails(backend: Backend, ds: api.Dataset, r: api.Run) -> Verification:
         return Verification(False, "every 1-itemset, exactly", {"violations": 3})
 
-    report = build_report(db, dataset, run, fails)
-    assert report["verification"]["status"] == "NOT MET"
-    assert report["verification"]["details"] == {"violations": 3}
-    unknown = build_report(db, dataset, run)["verification"]
-    assert unknown["status"] == "not available" and "'mixed' is unknown" in unknown["message"]
-    assert build_report(db, dataset, run, None)["verification"]["status"] == "skipped"
+    recorded = build_report(db, dataset, run, None)["verification"]
+    assert (recorded["status"], recorded["covered"]) == ("met", "nothing (test double)")
+    with pytest.raises(GuaranteeNotMetError, match=f"run {run.run_id} of 't' .* failed"):
+        build_report(db, dataset, run, fails)  # a fresh check that fails refuses the report
+    with pytest.raises(UsageError, match="'mixed' is unknown"):
+        build_report(db, dataset, run)  # the registered verifier of an unregistered model
+
+
+def test_report_refuses_a_run_that_failed_verification(db: Backend, tmp_path: Path) -> None:
+    dataset = api.load_table(db, random_table(tmp_path / "in.tsv", 4), "t", "id", ["codes"])
+    failing = Model("mixed", MIXED.title, (), mixed_changes,
+                    lambda backend, ds, r: Verification(False, "every 1-itemset", {"bad": 1}))
+    with pytest.raises(GuaranteeNotMetError, match="failed verification; nothing is published"):
+        api.anonymize(db, dataset, failing, {"salt": 1}, seed=1)
+    run = api.get_run(db, dataset, "latest")
+    assert (run.status, run.verification) == ("done", "failed")
+    with pytest.raises(NotPublishableError, match=f"run {run.run_id} of 't' failed verif"):
+        build_report(db, dataset, run, None)
+    with pytest.raises(NotPublishableError):
+        api.export_dataset(db, dataset, tmp_path / "out.tsv", "tsv", run)
+    assert not (tmp_path / "out.tsv").exists()
 
 
 def test_pairs_are_skipped_above_the_limit(db: Backend, tmp_path: Path,

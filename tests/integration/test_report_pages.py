@@ -56,10 +56,10 @@ def test_run_page_json_and_text(db_url: DbUrl, tmp_path: Path) -> None:
     assert page.count("<svg") == 6
     assert not re.search(r'(src|href)="(https?:|//)|url\((https?:|//)', page)  # nothing fetched
     assert "z<1>" not in page and "z&lt;1&gt;" in page  # labels are escaped (table and SVG)
-    assert "Verification not available" in page
+    assert "Privacy guarantee met" in page and "as recorded when the run was verified" in page
     with api.open_database(db_url.url, db_url.schema) as db:  # the same bytes every time
         dataset = api.get_dataset(db, "t")
-        again = render_report(db, dataset, api.get_run(db, dataset, run_id), None, "html", True)
+        again = render_report(db, dataset, api.get_run(db, dataset, run_id), None, "html", False)
     assert again == page
 
     code, out = setanon_report("t", "--run", str(run_id), "--format", "json", *db_url.args)
@@ -123,7 +123,8 @@ def test_failed_run_is_refused(db_url: DbUrl, tmp_path: Path) -> None:
         with pytest.raises(KeyError):
             api.anonymize(db, dataset, MIXED, {}, seed=1)  # no salt: the double fails
     code, out = setanon_report("t", "--run", "2", "-o", str(tmp_path / "r.html"), *db_url.args)
-    assert code == 2 and "run 2 is failed (KeyError: 'salt')" in out
+    assert code == 1 and "run 2 of 't' is failed: KeyError: 'salt'" in out
+    assert not (tmp_path / "r.html").exists()
 
 
 def _run(run_id: int, model: str, **params: object) -> api.Run:
