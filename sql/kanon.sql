@@ -297,6 +297,13 @@ SELECT CAST(:null_node AS BIGINT), CAST(:null_node AS BIGINT), 1
 UNION ALL
 SELECT CAST(:null_node AS BIGINT), CAST(0 AS BIGINT), 0
 
+-- name: kanon_tight_bounds
+-- The published interval of a numeric QI: its final class's live members' min and max (after
+-- every split and deletion), never the wider interval the search carried down from a parent.
+SELECT s.cls, min(v.v) AS lo, max(v.v) AS hi
+FROM state AS s JOIN val AS v ON v.record_id = s.record_id
+GROUP BY s.cls
+
 -- name: kanon_published_items
 SELECT s.record_id, d.item_id
 FROM state AS s JOIN disc AS d ON d.cls = s.cls

@@ -6,7 +6,9 @@ whole QI combination (single values and the item set of every set-valued QI) wit
 other published records, and carry values that cover its original ones (an interval
 ``[lo-hi]`` containing the number or the number itself; for categories the value, '*', or an
 ancestor in the hierarchy; a subset of the original item set). At most floor(epsilon |T|)
-records may be missing; non-QI columns are unchanged.
+records may be missing; non-QI columns are unchanged. Published intervals are tight: the
+records carrying ``[lo-hi]`` in a column hold lo and hi among their original values, so no
+interval is wider than its class's min-max.
 """
 
 from __future__ import annotations
@@ -55,6 +57,27 @@ def _covers_category(published: str, original: str,
         return published in {a for anc in hierarchy.values() for a in anc
                              if all(a in s for s in hierarchy.values())}
     return published in hierarchy.get(original, set())
+
+
+def _loose_intervals(out_rows: list[list[str]], by_id: dict[str, list[str]],
+                     col: dict[str, int], id_column: str, qis: dict[str, str]) -> list[str]:
+    """Published intervals wider than the original values of the records that carry them."""
+    problems = []
+    for name, kind in qis.items():
+        if kind != "numeric":
+            continue
+        values: dict[str, list[int]] = {}
+        for row in out_rows:
+            source = by_id.get(row[col[id_column]])
+            if source is not None and _INTERVAL.match(row[col[name]]) and source[col[name]]:
+                values.setdefault(row[col[name]], []).append(int(source[col[name]]))
+        for label, members in values.items():
+            match = _INTERVAL.match(label)
+            assert match is not None
+            if (int(match.group(1)), int(match.group(2))) != (min(members), max(members)):
+                problems.append(f"{name} {label} is wider than its records' values "
+                                f"[{min(members)}-{max(members)}]")
+    return problems
 
 
 def check(
@@ -113,6 +136,7 @@ def check(
                     problems.append(f"record {rid}: {name} {value!r} does not cover {before!r}")
                 key.append(value)
         keys.append(tuple(key))
+    problems += _loose_intervals(out_rows, by_id, col, id_column, qis)
     for key, count in Counter(keys).items():
         if count < k:
             problems.append(f"QI combination {key} is shared by only {count} record(s) (k={k})")

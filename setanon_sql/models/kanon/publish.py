@@ -30,9 +30,18 @@ def interval_label(lo: exp.Expression, hi: exp.Expression) -> exp.Expression:
 
 
 def publish(result: Anonymization, dataset: Dataset, context: RunContext) -> None:
-    """Create the run's ``records`` and ``items_<attr>`` tables."""
+    """Create the run's ``records`` and ``items_<attr>`` tables.
+
+    Numeric intervals are first tightened to each final class's members (the search splits an
+    interval at a cut point and copies it to classes later split on other QIs, so its bounds
+    can be wider than the values left in the class); the figures then read the tight ones.
+    """
     work, backend = result.work, result.work.backend
     kinds = {qi.no: qi for qi in result.plan.qis}
+    for qi in result.plan.qis:
+        if qi.kind == "numeric":
+            work.build(f"b{qi.no}", "kanon_tight_bounds",
+                       tables={"state": work["state"], "val": work[f"v{qi.no}"]})
     query = (exp.select(exp.column("record_id", table="r"), exp.column("position", table="r"))
              .from_(backend.table(dataset.records_table, "r"))
              .join(work["state"].as_("s"), on="s.record_id = r.record_id"))
