@@ -21,6 +21,7 @@ from setanon_sql import __version__
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import ConnectionFailedError
+from setanon_sql.failpoints import pause_if_asked
 from setanon_sql.names import run_table
 
 _LOCK_POLL_SECONDS = 0.2
@@ -49,6 +50,7 @@ def set_phase(backend: Backend, run_id: int, phase: str) -> None:
     """Record the phase of run ``run_id`` in the catalog (committed at once)."""
     backend.run("run_set_phase", {"run_id": run_id, "phase": phase},
                 backend.catalog_tables("runs"))
+    pause_if_asked(phase)
 
 
 def _drop_run_tables(backend: Backend, run_id: int) -> None:

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import DatabaseError, InputError, PermissionDeniedError
+from setanon_sql.failpoints import pause_if_asked
 from setanon_sql.inplace.plan import Plan, check_in_sync, check_matches_published
 from setanon_sql.inplace.statements import actions, delete_where, insert_into, p, update_from
 from setanon_sql.inplace.target import UserTable, typed, writable_check
@@ -173,6 +174,7 @@ def apply_plan(backend: Backend, plan: Plan) -> dict[str, Any]:
                 figures["record_rows"] = {str(a): int(n) for a, n in backend.query(
                     "inplace_plan_counts", tables={"plan": undo_records})}
             check_matches_published(backend, plan)
+            pause_if_asked("apply-commit")
             backend.run("inplace_delete", {"run_id": run_id},
                         backend.catalog_tables("inplace_applies"))
             backend.run("inplace_insert", {

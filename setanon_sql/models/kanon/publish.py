@@ -36,6 +36,7 @@ def publish(result: Anonymization, dataset: Dataset, context: RunContext) -> Non
     interval at a cut point and copies it to classes later split on other QIs, so its bounds
     can be wider than the values left in the class); the figures then read the tight ones.
     """
+    context.set_phase("publish")
     work, backend = result.work, result.work.backend
     kinds = {qi.no: qi for qi in result.plan.qis}
     for qi in result.plan.qis:

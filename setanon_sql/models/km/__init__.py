@@ -85,6 +85,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if hierarchy is not None:
         context.figures["hierarchy"] = hierarchy.name
     context.figures["trials"] = trials
+    context.set_phase("publish")
     gen.publish(attribute.attr_no)
     gen.drop_work_tables()
 

@@ -61,6 +61,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         final, history, sampled = run_sample_suppressor(backend, context, chosen, constraint,
                                                         base, istat0)
         context.figures.update(sampled)
+    context.set_phase("publish")
     out = context.table(f"items_{attribute.attr_no}")
     backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
     for work in {final.name: final, base.name: base, istat0.name: istat0}.values():

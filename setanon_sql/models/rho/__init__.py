@@ -51,6 +51,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     backend.drop_table(ranks)
     suppressor = Suppressor(backend, context, chosen, sens, shape.width, shape.max_q)
     final, history = (base, []) if shape.width < 2 else suppressor.run(base)
+    context.set_phase("publish")
     out = context.table(f"items_{attribute.attr_no}")
     backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
     if final is not base:

@@ -130,6 +130,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     _pair_figures(backend, tables, figures)
     build_moves(backend, options.method, tables, seed)
     figures["items_moved"] = int(backend.scalar("swap_count_rows", tables={"t": tables["moves"]}))
+    context.set_phase("publish")
     published = context.table(f"items_{attribute.attr_no}")
     publish(backend, options.method, items, tables["moves"], published)
     lap("swap")
