@@ -5,6 +5,7 @@ Exit codes: 0 ok, 1 privacy guarantee not met (verify), 2 usage or input error.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -58,8 +59,26 @@ def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def summary(command: click.Command) -> str:
+    """A command's summary in its group's list: its ``short_help``, else the whole first
+    paragraph of its help. Click would cut that at 45 characters (or the terminal's width)
+    with "...", which leaves a new user guessing what the command does."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    first = inspect.cleandoc(command.help or "").split("\n\n")[0]
+    return " ".join(first.replace("\b", "").split())
+
+
 class _Group(click.Group):
-    """Turn SetanonError into a one-line message and its exit code."""
+    """Turn SetanonError into a one-line message and its exit code; list subcommands with
+    their whole summaries (wrapped, never cut)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, summary(command)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -96,7 +115,14 @@ def init(db: Backend) -> None:
 
 @main.group(cls=_Group)
 def load() -> None:
-    """Load transactions, a table of complex data, or a hierarchy."""
+    """Load transactions, a table of complex data, or a hierarchy.
+
+    \b
+    Example:
+      setanon load transactions baskets.dat --name baskets
+      setanon load table admissions.tsv --name adm --id hadm_id --set-column icd9_codes
+      setanon load hierarchy hierarchy.txt --name adm --column icd9_codes
+    """
 
 
 @load.command("transactions")
@@ -127,7 +153,7 @@ def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool
 @click.option("--id", "id_column", required=True, help="column with the record id")
 @click.option("--set-column", "set_columns", multiple=True, required=True,
               help="set-valued column (repeat for several)")
-@click.option("--item-separator", default=" ", show_default=True,
+@click.option("--item-separator", default=" ", show_default="space",
               help="separator of items inside a set-valued cell")
 @click.option("--qi", multiple=True, help="single-valued quasi-identifiers (default: all others)")
 @click.option("--ignore", multiple=True, help="columns kept but not quasi-identifiers")
@@ -468,7 +494,12 @@ def demo(workdir: str, url: str | None, schema: str) -> None:
 
 @main.group(cls=_Group)
 def generate() -> None:
-    """Generate synthetic datasets inside the DBMS (for benchmarks at any scale)."""
+    """Generate synthetic datasets inside the DBMS (for benchmarks at any scale).
+
+    \b
+    Example:
+      setanon generate claims --records 100000 --seed 1
+    """
 
 
 @generate.command("claims")

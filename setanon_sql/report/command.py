@@ -22,6 +22,8 @@ from setanon_sql.report.figures import figure_rows
 from setanon_sql.summary import dataset_summary, format_summary
 
 FORMATS = ("text", "json", "html")
+# Rows of a figure's table the terminal shows; the rest are counted, and are in json and html.
+TEXT_ROWS = 12
 
 
 def parse_run_ids(value: str) -> list[int]:
@@ -44,11 +46,49 @@ def choose_format(fmt: str | None, output: str | None) -> str:
     return "text"
 
 
+def _numeric(cell: str) -> bool:
+    """Whether a cell reads as a number (right-aligned, so digits line up)."""
+    bare = cell.replace(",", "").replace("%", "").replace(" ", "")
+    try:
+        float(bare)
+    except ValueError:
+        return False
+    return True
+
+
+def text_table(header: list[str], rows: list[list[str]], limit: int = TEXT_ROWS,
+               indent: str = "    ") -> list[str]:
+    """A figure's table as aligned lines: the header, at most ``limit`` rows, and how many more
+    there are (a bare row count tells a steward nothing about the search or the pairs)."""
+    shown = rows if len(rows) <= limit else rows[:limit]
+    width = max([len(header), *(len(row) for row in rows)])
+    grid = [[*header, *[""] * (width - len(header))]] + [
+        [*row, *[""] * (width - len(row))] for row in shown]
+    widths = [max(len(line[i]) for line in grid) for i in range(width)]
+    right = [all(_numeric(row[i]) for row in shown if row[i]) and any(row[i] for row in shown)
+             for i in range(width)]
+    lines = []
+    for line in grid:
+        cells = [cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(line, widths, right,
+                                                                             strict=True)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    if len(rows) > limit:
+        hidden = len(rows) - limit
+        lines.append(f"{indent}... {hidden:,} more row{'s' if hidden != 1 else ''} not shown "
+                     f"({len(rows):,} in all; --format json or html shows every row)")
+    return lines
+
+
 def _text(backend: Backend, dataset: Dataset, run: Run | None) -> str:
-    """The terminal summary of before, plus the run's own figures."""
+    """The terminal summary of before, plus the run's own figures (tables with their rows)."""
     lines = [format_summary(dataset_summary(backend, dataset, run))]
     if run is not None:
-        lines += [f"  {row.name}: {row.text}" for row in figure_rows(run.figures)]
+        for row in figure_rows(run.figures):
+            if row.rows is None:
+                lines.append(f"  {row.name}: {row.text}")
+            else:
+                lines.append(f"  {row.name} ({len(row.rows):,} rows):")
+                lines += text_table(row.header or [], row.rows)
     return "\n".join(lines)
 
 
