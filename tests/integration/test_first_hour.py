@@ -27,8 +27,7 @@ from tests.integration.test_report_data import mixed_changes, random_table
 
 
 def invoke(*args: str, width: int | None = None) -> tuple[int, str]:
-    extra = {} if width is None else {"terminal_width": width}
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False, **extra)
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False, terminal_width=width)
     return result.exit_code, result.output
 
 
@@ -147,14 +146,15 @@ def test_text_table_shows_short_tables_whole() -> None:
     lines = text_table(["name", "n"], [["a", "1"], ["bbb", "1,000"]], limit=2, indent="")
     assert lines == ["name      n", "a         1", "bbb   1,000"]
     lines = text_table(["n"], [[str(i)] for i in range(5)], limit=3, indent="")
-    assert lines[-1] == "... 2 more rows not shown (5 in all; --format json or html shows every row)"
+    assert lines[-1] == ("... 2 more rows not shown (5 in all; --format json or html shows "
+                         "every row)")
     assert len(lines) == 1 + 3 + 1
 
 
 # --- reports render without matplotlib warnings, whatever the user's matplotlibrc -----------
 
 # A font without ℓ, ρ, ε (matplotlib's own Computer Modern): what a user's matplotlibrc may set.
-HOSTILE_RC = {"font.family": "cmr10", "axes.formatter.use_mathtext": True}
+HOSTILE_RC: dict[Any, Any] = {"font.family": "cmr10", "axes.formatter.use_mathtext": True}
 
 
 def test_the_hostile_font_does_lack_the_glyphs() -> None:
