@@ -65,8 +65,9 @@ def text_table(header: list[str], rows: list[list[str]], limit: int = TEXT_ROWS,
     grid = [[*header, *[""] * (width - len(header))]] + [
         [*row, *[""] * (width - len(row))] for row in shown]
     widths = [max(len(line[i]) for line in grid) for i in range(width)]
-    right = [all(_numeric(row[i]) for row in shown if row[i]) and any(row[i] for row in shown)
-             for i in range(width)]
+    # A column is numeric when every cell with a value ("-" is none) reads as a number.
+    filled = [[row[i] for row in shown if row[i] not in ("", "-")] for i in range(width)]
+    right = [bool(column) and all(_numeric(cell) for cell in column) for column in filled]
     lines = []
     for line in grid:
         cells = [cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(line, widths, right,

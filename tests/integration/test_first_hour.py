@@ -149,6 +149,9 @@ def test_text_table_shows_short_tables_whole() -> None:
     assert lines[-1] == ("... 2 more rows not shown (5 in all; --format json or html shows "
                          "every row)")
     assert len(lines) == 1 + 3 + 1
+    # "-" (no value) does not make a numeric column ragged
+    assert text_table(["n", "s"], [["-", "x"], ["10", "-"]], indent="") == [
+        " n  s", " -  x", "10  -"]
 
 
 # --- reports render without matplotlib warnings, whatever the user's matplotlibrc -----------
