@@ -17,7 +17,7 @@ import click
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run, get_dataset, get_run
 from setanon_sql.errors import UsageError
-from setanon_sql.report.build import build_report, default_verifier
+from setanon_sql.report.build import Verifier, build_report, checked_run, default_verifier
 from setanon_sql.report.figures import figure_rows
 from setanon_sql.summary import dataset_summary, format_summary
 
@@ -80,16 +80,32 @@ def text_table(header: list[str], rows: list[list[str]], limit: int = TEXT_ROWS,
     return lines
 
 
-def _text(backend: Backend, dataset: Dataset, run: Run | None) -> str:
-    """The terminal summary of before, plus the run's own figures (tables with their rows)."""
-    lines = [format_summary(dataset_summary(backend, dataset, run))]
-    if run is not None:
-        for row in figure_rows(run.figures):
-            if row.rows is None:
-                lines.append(f"  {row.name}: {row.text}")
-            else:
-                lines.append(f"  {row.name} ({len(row.rows):,} rows):")
-                lines += text_table(row.header or [], row.rows)
+def verification_line(outcome: dict[str, Any]) -> str:
+    """The verification outcome in one line, worded as the HTML page words it."""
+    status = outcome["status"]
+    text = {"met": "privacy guarantee met", "NOT MET": "privacy guarantee NOT met"}.get(
+        status, f"verification {status}")
+    how = outcome.get("message") or (
+        f"checked again now in {outcome['seconds']:.1f} s" if outcome.get("seconds") is not None
+        else None)
+    covered = f"; checked {outcome['covered']}" if outcome.get("covered") else ""
+    return f"  {text}{f' ({how})' if how else ''}{covered}"
+
+
+def _text(backend: Backend, dataset: Dataset, run: Run | None,
+          verifier: Verifier | None = None) -> str:
+    """The terminal summary of before (or of the run's output, through the gate), whether the
+    guarantee holds, and the run's own figures (tables with their rows)."""
+    if run is None:
+        return format_summary(dataset_summary(backend, dataset, None))
+    run, outcome = checked_run(backend, dataset, run, verifier)
+    lines = [format_summary(dataset_summary(backend, dataset, run)), verification_line(outcome)]
+    for row in figure_rows(run.figures):
+        if row.rows is None:
+            lines.append(f"  {row.name}: {row.text}")
+        else:
+            lines.append(f"  {row.name} ({len(row.rows):,} rows):")
+            lines += text_table(row.header or [], row.rows)
     return "\n".join(lines)
 
 
@@ -106,7 +122,7 @@ def render_report(backend: Backend, dataset: Dataset, run: Run | None, runs: lis
     """The report of ``run`` (or of the loaded data), or the trade-off of ``runs``, as text."""
     verifier = default_verifier if verify else None
     if runs is None and fmt == "text":
-        return _text(backend, dataset, run)
+        return _text(backend, dataset, run, verifier)
     if runs is not None:
         from setanon_sql.report.tradeoff import tradeoff_data
 

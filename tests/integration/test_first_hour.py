@@ -236,3 +236,38 @@ def test_demo_report_says_the_guarantee_was_met(db_url: DbUrl, tmp_path: Path) -
     assert "as recorded when the run was verified" in page
     assert "skipped" not in page.lower() and "--no-verify" not in page
     assert "not available" not in page.lower()
+
+
+def test_text_report_says_whether_the_guarantee_holds(db_url: DbUrl, tmp_path: Path) -> None:
+    baskets = tmp_path / "b.dat"
+    baskets.write_text("1 2\n1 2 4\n1 3\n1 3 4\n2 3\n4\n1 4\n", encoding="utf-8")
+    assert invoke("load", "transactions", str(baskets), "--name", "b", *db_url.args)[0] == 0
+    code, out = invoke("anonymize", "b", "--model", "rho", "--rho", "0.5",
+                       "--sensitive-fraction", "0.3", "--seed", "1", *db_url.args)
+    assert code == 0, out
+    code, out = invoke("report", "b", "--run", "latest", *db_url.args)
+    assert code == 0 and "  privacy guarantee met (as recorded when the run was verified); " \
+        "checked " in out
+    code, out = invoke("report", "b", "--run", "latest", "--verify", *db_url.args)
+    assert code == 0 and re.search(r"privacy guarantee met \(checked again now in [\d.]+ s\)",
+                                   out), out
+
+
+def test_text_report_refuses_a_run_that_fails_a_fresh_check(db_url: DbUrl, tmp_path: Path
+                                                           ) -> None:
+    from setanon_sql.errors import GuaranteeNotMetError
+    from setanon_sql.report.command import _text
+
+    (run_id,) = anonymized(db_url, tmp_path)
+
+    def fails(backend: Backend, dataset: api.Dataset, run: api.Run) -> Verification:
+        return api.verify(backend, dataset, run, model=Model(
+            "mixed", "fails now", (), tabled_changes,
+            lambda b, d, r: Verification(False, "every 1-itemset", {"bad": 1})))
+
+    with api.open_database(db_url.url, db_url.schema) as db:
+        dataset = api.get_dataset(db, "t")
+        run = api.get_run(db, dataset, run_id)
+        assert "privacy guarantee met (as recorded" in _text(db, dataset, run)
+        with pytest.raises(GuaranteeNotMetError):
+            _text(db, dataset, run, fails)
