@@ -157,7 +157,9 @@ def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool
               help="separator of items inside a set-valued cell")
 @click.option("--qi", multiple=True, help="single-valued quasi-identifiers (default: all others)")
 @click.option("--ignore", multiple=True, help="columns kept but not quasi-identifiers")
-@click.option("--delimiter", default=None, help="field delimiter (default: tab for .tsv, else ,)")
+@click.option("--delimiter", default=None,
+              help="field delimiter, e.g. ';' or tab (default: tab for a .tsv or .tab file or a "
+                   "header line with tabs, else comma)")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
 @db_options
 def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: tuple[str, ...],
@@ -201,8 +203,8 @@ def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separa
 @main.command()
 @click.option("--name", required=True, help="dataset name")
 @click.option("--table", required=True, help="SCHEMA.TABLE of (record, item) rows")
-@click.option("--record-column", required=True)
-@click.option("--item-column", required=True)
+@click.option("--record-column", required=True, help="column of --table with the record id")
+@click.option("--item-column", required=True, help="column of --table with the item")
 @click.option("--records-table", default=None,
               help="SCHEMA.TABLE with one row per record and its single-valued columns")
 @click.option("--qi", multiple=True, help="columns of --records-table that are QIs (default all)")
@@ -304,7 +306,8 @@ def verify(db: Backend, name: str, run: str) -> None:
 @click.argument("name")
 @click.option("--run", "run", default=None, help="run id or 'latest' (default: data as loaded)")
 @click.option("--format", "fmt", default="fimi", type=click.Choice(["fimi", "csv", "tsv"]),
-              show_default=True)
+              show_default=True,
+              help="fimi: one record's items per line; csv/tsv: a table with a header")
 @click.option("-o", "--output", required=True, help="output file")
 @click.option("--column", default=None, help="set-valued column to write as FIMI")
 @click.option("--mapping", default=None, help="also write item<TAB>label of a generalization")
@@ -476,7 +479,8 @@ def undo(db: Backend, run_id: int, wait: float) -> None:
               help="directory for the demo's exports")
 @click.option("--db", "url", default=None,
               help="database URL (default: $SETANON_DB, else duckdb:///setanon-demo.duckdb)")
-@click.option("--schema", default=DEFAULT_SCHEMA, show_default=True)
+@click.option("--schema", default=DEFAULT_SCHEMA, show_default=True,
+              help="schema of setanon's own tables")
 def demo(workdir: str, url: str | None, schema: str) -> None:
     """Run the main job on the demo data the package ships (DuckDB file by default).
 
@@ -505,7 +509,8 @@ def generate() -> None:
 @generate.command("claims")
 @click.option("--name", default="claims", show_default=True, help="dataset name")
 @click.option("--records", type=click.IntRange(min=1), required=True, help="number of claims")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="the same seed generates the same claims")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
 @db_options
 def generate_claims(db: Backend, name: str, records: int, seed: int, replace: bool) -> None:

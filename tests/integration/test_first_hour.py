@@ -271,3 +271,11 @@ def test_text_report_refuses_a_run_that_fails_a_fresh_check(db_url: DbUrl, tmp_p
         assert "privacy guarantee met (as recorded" in _text(db, dataset, run)
         with pytest.raises(GuaranteeNotMetError):
             _text(db, dataset, run, fails)
+
+
+@pytest.mark.parametrize("path", [path for path, _ in ALL], ids=" ".join)
+def test_every_option_says_what_it_does(path: tuple[str, ...]) -> None:
+    command = dict(ALL)[path]
+    bare = [param.opts for param in command.params
+            if isinstance(param, click.Option) and not param.hidden and not param.help]
+    assert bare == []
