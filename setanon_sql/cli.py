@@ -183,7 +183,8 @@ def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: t
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, readable=True))
 @click.option("--name", required=True, help="dataset the hierarchy belongs to")
 @click.option("--column", default=None, help="column it generalizes (default: the set column)")
-@click.option("--separator", default=";", show_default=True, help="separator of a line's labels")
+@click.option("--separator", default=";", show_default="semicolon",
+              help="separator of a line's labels")
 @click.option("--replace", is_flag=True, help="replace the column's existing hierarchy")
 @db_options
 def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separator: str,
