@@ -59,7 +59,7 @@ def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def summary(command: click.Command) -> str:
+def _command_summary(command: click.Command) -> str:
     """A command's summary in its group's list: its ``short_help``, else the whole first
     paragraph of its help. Click would cut that at 45 characters (or the terminal's width)
     with "...", which leaves a new user guessing what the command does."""
@@ -74,7 +74,7 @@ class _Group(click.Group):
     their whole summaries (wrapped, never cut)."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, summary(command)) for name in self.list_commands(ctx)
+        rows = [(name, _command_summary(command)) for name in self.list_commands(ctx)
                 if (command := self.get_command(ctx, name)) is not None and not command.hidden]
         if rows:
             with formatter.section("Commands"):
