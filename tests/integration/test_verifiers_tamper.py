@@ -28,9 +28,8 @@ def _count(db: Backend, table: exp.Table) -> int:
 
 def publish_the_original(db: Backend, dataset: api.Dataset, run: api.Run) -> None:
     """Replace the published items of the run's column by the original ones."""
-    attribute = dataset.set_attributes[0] if len(dataset.set_attributes) == 1 else next(
-        a for a in dataset.set_attributes if db.table_names(run_table(run.run_id,
-                                                                      f"items_{a.attr_no}")))
+    attribute = next(a for a in dataset.set_attributes
+                     if db.table_names(run_table(run.run_id, f"items_{a.attr_no}")))
     published = db.table(run_table(run.run_id, f"items_{attribute.attr_no}"))
     original = db.table(dataset.items_table(attribute))
     db.run(exp.delete(published))
@@ -72,6 +71,8 @@ CASES: list[tuple[str, str, list[str], Tamper]] = [
     ("kanon", "admissions", ["--k", "5"], garble_one_label),
     ("km", "admissions", ["--k", "4", "--m", "2", "--column", "diagnoses"],
      drop_one_published_row),
+    ("km", "admissions", ["--k", "4", "--m", "2", "--column", "diagnoses", "--sigma", "0.9",
+                           "--exact-upto", "1"], publish_the_original),
     ("rho", "baskets", ["--rho", "0.7", "--sensitive-fraction", "0.2", "--m", "2"],
      publish_the_original),
     ("prho", "baskets", ["--rho", "0.5", "--setting", "personalized",

@@ -2,8 +2,11 @@
 
 Exact sizes are checked by counting, in SQL, every published ℓ-itemset whose support is in
 [1, k_ℓ). Sampled sizes draw γ(σ_ℓ) fresh uniform itemsets of the ORIGINAL data (a stream the
-run did not use) and report the share whose generalization has support below k_ℓ, against
-1 - σ_ℓ. The published rows must also be exactly the original rows under ``map_<attr>``.
+run did not use) and decide ``share of itemsets whose generalization has support below k_ℓ
+<= 1 - σ_ℓ`` with one-sided Clopper-Pearson bounds at confidence 1 - VERIFY_DELTA: passed when
+the upper bound is within the limit, failed when the lower bound is above it, else
+inconclusive (not published). The published rows must also be exactly the original rows under
+``map_<attr>``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from setanon_sql.models.km.itemsets import violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.stats.binomial import decide
+
+VERIFY_DELTA = 0.01  # a sampled size's verdict holds with confidence 0.99
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
@@ -31,7 +37,7 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
         raise UsageError(f"run {run.run_id} published no mapping for column {attribute.name!r}; "
                          "it is not a finished km run")
     details: dict[str, Any] = {}
-    ok = True
+    failed, undecided = False, False
     original = {"items": backend.table(dataset.items_table(attribute)),
                 "map": view.maps[attr_no], "pdict": view.dicts[attr_no],
                 "published": view.items[attr_no], "dict": backend.table(
@@ -43,24 +49,32 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
             sigma = params.sigma[ell - 1]
             bad, drawn = sampled_violations(backend, dataset, original, original["items"], ell,
                                             k, gamma(sigma), run.seed or 0)
-            share = bad / drawn if drawn else 0.0
-            details[f"size {ell}"] = (f"{bad} of {drawn} fresh samples with support below {k} "
-                                      f"(share {share:.5f}; allowed 1 - sigma = {1 - sigma:.5f})")
-            ok = ok and share <= 1 - sigma
+            if drawn == 0:
+                details[f"size {ell}"] = f"no itemset of size {ell} in the data: nothing to check"
+                continue
+            verdict = decide(bad, drawn, 1 - sigma, VERIFY_DELTA)
+            details[f"size {ell}"] = (f"sampled, support below {k}: {verdict.describe()}")
+            failed = failed or verdict.outcome == "failed"
+            undecided = undecided or verdict.outcome == "inconclusive"
             sampled.append(str(ell))
             continue
         bad = int(backend.scalar(violation_count(view.items[attr_no], ell), {"k": k}))
         details[f"size {ell}"] = f"{bad} itemset(s) with support in [1, {k})"
-        ok = ok and bad == 0
+        failed = failed or bad > 0
     unfaithful = int(backend.scalar("km_unfaithful_rows", tables=original))
     unmapped = int(backend.scalar("km_unmapped_items", tables=original))
     details["rows not the generalization of the input"] = unfaithful
     details["items without a published label"] = unmapped
-    ok = ok and unfaithful == 0 and unmapped == 0
+    failed = failed or unfaithful > 0 or unmapped > 0
     exact = [ell for ell in range(1, params.m + 1) if params.exact_at(ell)]
     covered = "; ".join(part for part in (
         exact and f"every published itemset of size {', '.join(map(str, exact))}, exactly",
-        sampled and f"fresh uniform samples of the original itemsets of size "
-                    f"{', '.join(sampled)} (gamma of Theorem 1 each)",
+        sampled and f"sampled: fresh uniform samples of the original itemsets of size "
+                    f"{', '.join(sampled)} (gamma of Theorem 1 each, a stream the run did not "
+                    f"draw), one-sided Clopper-Pearson bounds at confidence "
+                    f"{1 - VERIFY_DELTA:g}",
         "published rows against the mapping") if part)
-    return Verification(ok, covered, details)
+    # A definite violation anywhere fails the run; otherwise an undecided sampled size leaves
+    # it inconclusive (not published either).
+    return Verification(not failed and not undecided, covered, details,
+                        inconclusive=undecided and not failed)

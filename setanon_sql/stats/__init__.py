@@ -1,0 +1,1 @@
+"""Small statistics the verifiers need (no SciPy): exact one-sided binomial confidence bounds."""
