@@ -214,8 +214,9 @@ def verification_error(dataset: Dataset, run: Run, result: Verification) -> Seta
     show = f"'setanon verify {dataset.name} --run {run.run_id}' shows the details"
     if result.inconclusive:
         return VerificationInconclusiveError(
-            f"{where}: the sampled verification was inconclusive; nothing is published. {show}, "
-            "with a new sample")
+            f"{where}: the sampled verification was inconclusive (its confidence bounds straddle "
+            f"the limit); nothing is published. {show}; the check's sample is fixed by the "
+            "run's seed, so a new run (another --seed) is the way to a decision")
     return GuaranteeNotMetError(f"{where} failed verification; nothing is published. {show}")
 
 

@@ -18,7 +18,7 @@ import click
 
 from setanon_sql import __version__, api
 from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
-from setanon_sql.errors import GuaranteeNotMetError, NotFoundError, SetanonError
+from setanon_sql.errors import NotFoundError, SetanonError
 from setanon_sql.io.table import split_columns
 from setanon_sql.models import describe_models, model_params, require_model
 from setanon_sql.report.command import report_command
@@ -295,12 +295,13 @@ def verify(db: Backend, name: str, run: str) -> None:
     dataset = api.get_dataset(db, name)
     found = api.get_run(db, dataset, run)
     result = api.verify(db, dataset, found)
-    click.echo(f"run {found.run_id} ({found.model}): "
-               f"{'guarantee met' if result.ok else 'GUARANTEE NOT MET'}; checked {result.covered}")
+    verdict = {"passed": "guarantee met", "failed": "GUARANTEE NOT MET",
+               "inconclusive": "INCONCLUSIVE (a sampled check could not decide)"}[result.outcome]
+    click.echo(f"run {found.run_id} ({found.model}): {verdict}; checked {result.covered}")
     for key, value in result.details.items():
         click.echo(f"  {key}: {value}")
-    if not result.ok:
-        raise GuaranteeNotMetError(f"run {found.run_id} does not meet its guarantee")
+    if result.outcome != "passed":
+        raise api.verification_error(dataset, found, result)
 
 
 @main.command()

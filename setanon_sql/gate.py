@@ -41,7 +41,7 @@ def _refusal(dataset: Dataset, run: Run) -> str | None:
     if run.verification == "inconclusive":
         return (f"the verification of run {rid} of {name!r} was inconclusive (a sampled check "
                 f"could not decide at its confidence); nothing is published. "
-                f"'setanon verify {name} --run {rid}' draws a new sample, or {again}")
+                f"'setanon verify {name} --run {rid}' shows the bounds; {again}")
     if run.verification != PASSED:
         return (f"run {rid} of {name!r} failed verification ({run.verification}); its output "
                 f"is not published. 'setanon verify {name} --run {rid}' shows what is wrong; "
