@@ -48,12 +48,19 @@ def _parsed(url: Any) -> URL:
             f"database URL {_without_credentials(url)!r} has no scheme: write "
             "duckdb:///file.duckdb or postgresql://user:password@host:5432/dbname")
     try:
-        return make_url(url)
-    except ArgumentError:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):  # ValueError: a port that is no number
         raise UsageError(
             f"database URL {_without_credentials(url)!r} cannot be parsed: write "
             "duckdb:///file.duckdb or postgresql://user:password@host:5432/dbname (a password "
             "with '@', ':' or '/' percent-encoded: %40, %3A, %2F)") from None
+    if "@" in (parsed.host or ""):
+        # 'user:p@ss@host' parses as password 'p', host 'ss@host': refuse before any message
+        # can show the host, which holds the rest of the password.
+        raise UsageError(
+            f"database URL {_without_credentials(url)!r}: a password or user name holding '@' "
+            "must be percent-encoded (%40; ':' as %3A, '/' as %2F)")
+    return parsed
 
 
 def _without_credentials(text: str) -> str:
