@@ -65,20 +65,21 @@ def database_error(error: duckdb.Error, doing: str) -> DatabaseError:
     return DatabaseError(f"DuckDB failed on {doing}: {one_line(error)}", sqlstate)
 
 
-def _holder(path: str, message: str) -> tuple[int | None, str]:
+def _holder(message: str) -> tuple[int | None, str]:
     """The PID DuckDB names as holding the file's lock, and what that process is (if we see it)."""
     found = _HOLDER_PID.search(message)
     if found is None:
         return None, "another process"
     pid = int(found.group(1))
     try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-            "utf-8", "replace").strip()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
     except OSError:
-        command = ""
-    if "setanon" in command:
-        return pid, f"setanon process {pid} ({command[-160:]})"
-    return pid, f"process {pid}" + (f" ({command[-160:]})" if command else "")
+        raw = ""
+    command = " ".join(raw.replace("\0", " ").split())  # one line, whatever the arguments hold
+    if len(command) > 120:
+        command = command[:117] + "..."
+    kind = "setanon process" if "setanon" in command else "process"
+    return pid, f"another process: {kind} {pid}" + (f" ({command})" if command else "")
 
 
 class DuckDBBackend(Backend):
@@ -94,7 +95,7 @@ class DuckDBBackend(Backend):
             self._con = duckdb.connect(path, config=dict(settings or {}))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
-                pid, holder = _holder(path, str(error))
+                pid, holder = _holder(str(error))
                 raise DatabaseLockedError(
                     f"the DuckDB file {path} is in use by {holder}; DuckDB allows one writer: "
                     "wait for it to finish (--wait SECONDS waits for it) or close the other "

@@ -86,7 +86,8 @@ def test_wait_waits_for_the_duckdb_file_and_the_refusal_names_its_holder(
         refused = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
         assert refused.returncode == 2
         [line] = refused.stderr.splitlines()
-        assert f"in use by process {holder.pid}" in line and "--wait" in line
+        assert f"in use by another process: process {holder.pid} (" in line
+        assert "--wait" in line
         started = time.monotonic()
         waited = subprocess.run([*command, "--wait", "60"], capture_output=True, text=True,
                                 timeout=TIMEOUT)
