@@ -56,8 +56,8 @@ class PostgresBackend(Backend):
 
         self._psycopg = psycopg
         try:
-            self._con = psycopg.connect(autocommit=True, connect_timeout=10,
-                                        **connect_args(self._url))
+            self._con = psycopg.connect(**{"connect_timeout": 10, **connect_args(self._url),
+                                           "autocommit": True})
         except psycopg.Error as error:
             raise ConnectionFailedError(
                 f"cannot connect to {self.describe()}: {self._scrubbed(one_line(error))}; check "

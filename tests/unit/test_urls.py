@@ -94,3 +94,8 @@ def test_postgres_url_with_encoded_password_connects(pg_server_url: str | None) 
         assert backend.execute("SELECT current_user, current_database()", fetch=True) == [
             (server.username, server.database)]
         assert SECRET not in backend.describe() and "***" in backend.describe()
+
+
+def test_url_may_set_the_connect_timeout() -> None:
+    with pytest.raises(ConnectionFailedError, match=r"127.0.0.1:1/db\?connect_timeout=3"):
+        connect("postgresql://me:pw@127.0.0.1:1/db?connect_timeout=3")
