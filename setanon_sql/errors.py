@@ -68,7 +68,7 @@ class UnsupportedOperationError(SetanonError):
 
 
 class WorkTooLargeError(UsageError):
-    """The estimated work of a step exceeds what the machine can do; names the option bounding it."""
+    """The estimated work of a step exceeds what the machine can do; names the bounding option."""
 
 
 class GuaranteeNotMetError(SetanonError):

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from setanon_sql.backends import connect, shown
+from setanon_sql.backends.duckdb import DuckDBBackend
 from setanon_sql.backends.postgres import connect_args
 from setanon_sql.errors import ConnectionFailedError, UsageError
 
@@ -61,16 +62,16 @@ def test_shown_hides_passwords() -> None:
 ])
 def test_duckdb_memory_forms(url: str, path: str) -> None:
     with connect(url) as backend:
-        assert backend.path == path
+        assert isinstance(backend, DuckDBBackend) and backend.path == path
 
 
 def test_duckdb_relative_and_absolute_paths(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     with connect("duckdb:///rel.duckdb") as backend:
-        assert backend.path == "rel.duckdb"
+        assert isinstance(backend, DuckDBBackend) and backend.path == "rel.duckdb"
     assert (tmp_path / "rel.duckdb").exists()
     with connect(f"duckdb:///{tmp_path}/abs.duckdb") as backend:  # four slashes: absolute
-        assert backend.path == f"{tmp_path}/abs.duckdb"
+        assert isinstance(backend, DuckDBBackend) and backend.path == f"{tmp_path}/abs.duckdb"
     assert (tmp_path / "abs.duckdb").exists()
 
 
