@@ -6,6 +6,8 @@ import os
 import re
 import shutil
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -108,12 +110,25 @@ class DuckDBBackend(Backend):
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
         # A file named setanon.duckdb is a catalog named 'setanon': qualify fully to stay clear.
         (self.catalog,) = self._con.execute("SELECT current_database()").fetchone() or ("",)
+        # True while a statement runs in DuckDB: only then may a signal interrupt it (an
+        # interrupt meant for a statement that just ended must not hit the next one, e.g. the
+        # run's own 'interrupted' bookkeeping).
+        self._busy = False
         _OPEN.add(self)
+
+    @contextmanager
+    def _statement(self) -> Iterator[None]:
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._busy = False
 
     def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         try:
-            cursor = self._con.execute(sql, dict(params) if params else None)
-            return cursor.fetchall() if fetch else []
+            with self._statement():
+                cursor = self._con.execute(sql, dict(params) if params else None)
+                return cursor.fetchall() if fetch else []
         except duckdb.PermissionException as error:
             raise PermissionDeniedError(f"DuckDB refused: {one_line(error)}") from None
         except (duckdb.Error, RuntimeError) as error:
@@ -129,7 +144,8 @@ class DuckDBBackend(Backend):
 
     def _call(self, doing: str, statement: str) -> None:
         try:
-            self._con.execute(statement)
+            with self._statement():
+                self._con.execute(statement)
         except (duckdb.Error, RuntimeError) as error:
             raise self._wrapped(error, doing) from None
 
@@ -143,8 +159,9 @@ class DuckDBBackend(Backend):
         self._call("rolling back", "ROLLBACK")
 
     def interrupt(self) -> None:
-        """Stop the statement running on this connection (called from a watcher thread)."""
-        self._con.interrupt()
+        """Stop the statement running on this connection, if one runs (from a watcher thread)."""
+        if self._busy:
+            self._con.interrupt()
 
     def exclusive(self) -> bool:
         return True
@@ -178,7 +195,8 @@ class DuckDBBackend(Backend):
     def _read_file(self, path: Path, sql: str, params: dict[str, Any]) -> None:
         """Run a statement that reads ``path``; a read error names the file."""
         try:
-            self._con.execute(sql, params)
+            with self._statement():
+                self._con.execute(sql, params)
         except (duckdb.Error, RuntimeError) as error:
             if _interrupted(error) or not isinstance(error, duckdb.Error):
                 raise self._wrapped(error, f"reading {path}") from None

@@ -10,12 +10,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from sqlalchemy.engine import make_url
+from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.errors import InterruptedRunError
 from setanon_sql.models.kanon.generate import generate_claims
-from setanon_sql.runs import cleanup_runs, list_runs, recorded_run
+from setanon_sql.runs import cleanup_runs, last_progress, list_runs, recorded_run
 from tests.conftest import DbUrl, write
 from tests.integration.test_crash import CLI
 from tests.integration.test_kill import (
@@ -128,3 +131,16 @@ def test_a_second_run_is_refused_naming_the_first(claims: DbUrl, backend_name: s
     assert listed_status(claims, 1) == "abandoned"
     with api.open_database(claims.url, claims.schema) as db:  # the refused one made no run
         assert [(r["run_id"], r["status"]) for r in list_runs(db)] == [(1, "abandoned")]
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, InterruptedRunError])
+def test_an_interrupted_run_is_marked_interrupted_not_failed(
+        db: Backend, tmp_path: Path, interrupt: type[BaseException]) -> None:
+    dataset = api.load_transactions(db, write(tmp_path / "b.dat", "1 2\n2\n"), "b")
+    with pytest.raises(interrupt), recorded_run(db, dataset, "drop", {}, 1) as context:
+        db.materialize(context.table("work"), exp.select(exp.Literal.number(1).as_("x")))
+        raise interrupt()
+    [run] = list_runs(db)
+    assert run["status"] == "interrupted" and db.table_names(f"r{run['run_id']}_") == []
+    progress = last_progress()
+    assert progress is not None and (progress.run_id, progress.interrupted) == (run["run_id"], True)
