@@ -154,6 +154,7 @@ def test_interrupt_exits_130_with_one_line(claims: DbUrl, signum: int) -> None:
     assert took < 3.0, f"the interrupt took {took:.1f} s"
 
 
+@pytest.mark.duckdb
 def test_killed_duckdb_spill_is_removed_by_cleanup(tmp_path: Path) -> None:
     """A process killed while DuckDB spills to ``<file>.tmp/`` leaves files there; the next
     setanon process removes them (DuckDB's single writer: nobody else can be using them)."""
@@ -180,6 +181,7 @@ def test_killed_duckdb_spill_is_removed_by_cleanup(tmp_path: Path) -> None:
     assert not spill.exists()
 
 
+@pytest.mark.duckdb
 def test_sigterm_stops_a_long_duckdb_statement_at_once(tmp_path: Path) -> None:
     """Generating 5M claims runs single DuckDB statements of seconds; Python runs no signal
     handler until DuckDB's C++ code returns, so without the CLI's watcher thread the exit would

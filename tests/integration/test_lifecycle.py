@@ -73,6 +73,7 @@ def test_database_error_is_one_line_with_exit_code_3(db_url: DbUrl, backend_name
     assert line.startswith("setanon: error: ") and line.endswith(f"(SQLSTATE {sqlstate})")
 
 
+@pytest.mark.duckdb
 def test_wait_waits_for_the_duckdb_file_and_the_refusal_names_its_holder(
         tmp_path: Path) -> None:
     file = tmp_path / "w.duckdb"
