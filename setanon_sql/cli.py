@@ -35,7 +35,7 @@ from setanon_sql.errors import (
 from setanon_sql.io.table import split_columns
 from setanon_sql.models import describe_models, model_params, require_model
 from setanon_sql.report.command import report_command
-from setanon_sql.runs import forget_progress, last_progress
+from setanon_sql.runs import forget_progress, last_progress, run_processes
 
 _DB_HELP = f"database URL (default: $SETANON_DB, else {DEFAULT_URL})"
 _WAIT_OPTION = click.option(
@@ -424,10 +424,14 @@ def runs(db: Backend, name: str | None, cleanup: bool) -> None:
     rows = api.list_runs(db, name)
     if not rows:
         click.echo("no runs yet")
+    processes = run_processes(db)
     for row in rows:
         seconds = f"{row['seconds']:.1f}s" if row["seconds"] is not None else "-"
+        # Who ran a run that did not end normally: to find (or kill) it, or know it is gone.
+        who = (f" ({processes.get(row['run_id'], '')})"
+               if row["status"] in ("running", "abandoned", "interrupted") else "")
         click.echo(f"{row['run_id']:>5}  {row['dataset']:<20} {row['model']:<6} "
-                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}")
+                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}{who}")
 
 
 @main.command()

@@ -206,6 +206,13 @@ def list_runs(backend: Backend, dataset_name: str | None = None) -> list[dict[st
     ]
 
 
+def run_processes(backend: Backend) -> dict[int, str]:
+    """Per run: its last phase and the process that ran it ('phase search, process 12 on h')."""
+    return {int(run_id): f"phase {phase or '-'}, {_describe_process(pid, host)}"
+            for run_id, phase, pid, host in backend.query(
+                "lifecycle_processes", None, backend.catalog_tables("runs"))}
+
+
 def _process_is_gone(backend: Backend, run_id: int) -> bool:
     """True when the process of 'running' run ``run_id`` died (see the module docstring)."""
     if _live_key(backend, run_id) in _live:

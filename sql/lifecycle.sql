@@ -25,3 +25,6 @@ SELECT run_id FROM runs WHERE status IN ('failed', 'interrupted', 'abandoned') O
 -- name: lifecycle_running_of_dataset
 SELECT run_id, pid, host FROM runs WHERE dataset_id = :dataset_id AND status = 'running'
 ORDER BY run_id DESC
+
+-- name: lifecycle_processes
+SELECT run_id, phase, pid, host FROM runs ORDER BY run_id

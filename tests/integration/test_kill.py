@@ -77,7 +77,7 @@ def start_searching(db_url: DbUrl) -> subprocess.Popen[str]:
     return process
 
 
-def listed_status(db_url: DbUrl, run_id: int) -> str:
+def listed_status(db_url: DbUrl, run_id: int) -> tuple[str, str]:
     """The status `setanon runs` shows for a killed run, once it can know the process is dead.
 
     PostgreSQL frees a dead client's locks once it notices the closed socket (within seconds:
@@ -91,7 +91,7 @@ def listed_status(db_url: DbUrl, run_id: int) -> str:
         [line] = [line for line in listing.stdout.splitlines() if line.split()[0] == str(run_id)]
         status = line.split()[3]
         if status != "running" or time.monotonic() > deadline:
-            return status
+            return status, line
         time.sleep(0.5)
 
 
@@ -103,7 +103,8 @@ def test_sigkill_leaves_an_abandoned_run_that_is_cleaned(claims: DbUrl) -> None:
         run_id, status, phase, pid = run_row(db) or (0, "", None, None)
         assert (status, phase, pid) == ("running", "search", process.pid)  # as it was killed
         assert db.table_names(f"r{run_id}_"), "the search had made tables"
-    assert listed_status(claims, run_id) == "abandoned"
+    status, line = listed_status(claims, run_id)
+    assert status == "abandoned" and f"(phase search, process {process.pid} on " in line
     with api.open_database(claims.url, claims.schema) as db:
         assert run_row(db) == (run_id, "abandoned", "search", process.pid)
         message = db.scalar(exp.select("message").from_(db.table("runs")))

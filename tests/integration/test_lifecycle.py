@@ -129,7 +129,7 @@ def test_a_second_run_is_refused_naming_the_first(claims: DbUrl, backend_name: s
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
-    assert listed_status(claims, 1) == "abandoned"
+    assert listed_status(claims, 1)[0] == "abandoned"
     with api.open_database(claims.url, claims.schema) as db:  # the refused one made no run
         assert [(r["run_id"], r["status"]) for r in list_runs(db)] == [(1, "abandoned")]
 
