@@ -166,6 +166,7 @@ def recorded_run(
             raise ConnectionFailedError(f"run {run_id} is being recorded by another process; "
                                         "try again")
     _live.add(_live_key(backend, run_id))
+    backend.announce_run(run_id)
     progress = _progress = Progress(run_id)
     context = RunContext(backend, dataset, run_id, seed)
     started = time.perf_counter()

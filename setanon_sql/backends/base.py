@@ -251,6 +251,13 @@ class Backend(ABC):
         """
         return False
 
+    def announce_run(self, run_id: int) -> None:  # noqa: B027
+        """Say outside the database that this process runs ``run_id`` (a no-op by default).
+
+        Where the database's lock keeps others from reading the catalog (DuckDB), a refused
+        process can still name the run that holds it.
+        """
+
     def remove_spill(self) -> list[Path]:
         """Remove spill files a dead process of this database left on disk; what was removed."""
         return []

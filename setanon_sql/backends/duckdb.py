@@ -67,8 +67,13 @@ def database_error(error: duckdb.Error, doing: str) -> DatabaseError:
     return DatabaseError(f"DuckDB failed on {doing}: {one_line(error)}", sqlstate)
 
 
-def _holder(message: str) -> tuple[int | None, str]:
-    """The PID DuckDB names as holding the file's lock, and what that process is (if we see it)."""
+def _run_note(path: str) -> Path:
+    return Path(f"{path}.setanon-run")
+
+
+def _holder(path: str, message: str) -> tuple[int | None, str]:
+    """The PID DuckDB names as holding the file's lock, and what that process is (if we see it):
+    its setanon run (from the note :meth:`DuckDBBackend.announce_run` left) or command line."""
     found = _HOLDER_PID.search(message)
     if found is None:
         return None, "another process"
@@ -80,7 +85,14 @@ def _holder(message: str) -> tuple[int | None, str]:
     command = " ".join(raw.replace("\0", " ").split())  # one line, whatever the arguments hold
     if len(command) > 120:
         command = command[:117] + "..."
-    kind = "setanon process" if "setanon" in command else "process"
+    try:
+        run_id, note_pid = _run_note(path).read_text().split()
+    except (OSError, ValueError):
+        run_id, note_pid = "", ""
+    if note_pid == str(pid):
+        kind = f"setanon run {run_id}: process"
+    else:
+        kind = "setanon process" if "setanon" in command else "process"
     return pid, f"another process: {kind} {pid}" + (f" ({command})" if command else "")
 
 
@@ -97,7 +109,7 @@ class DuckDBBackend(Backend):
             self._con = duckdb.connect(path, config=dict(settings or {}))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
-                pid, holder = _holder(str(error))
+                pid, holder = _holder(path, str(error))
                 raise DatabaseLockedError(
                     f"the DuckDB file {path} is in use by {holder}; DuckDB allows one writer: "
                     "wait for it to finish (--wait SECONDS waits for it) or close the other "
@@ -114,6 +126,7 @@ class DuckDBBackend(Backend):
         # interrupt meant for a statement that just ended must not hit the next one, e.g. the
         # run's own 'interrupted' bookkeeping).
         self._busy = False
+        self._noted = False
         _OPEN.add(self)
 
     @contextmanager
@@ -165,6 +178,15 @@ class DuckDBBackend(Backend):
 
     def exclusive(self) -> bool:
         return True
+
+    def announce_run(self, run_id: int) -> None:
+        if self.path == ":memory:":
+            return
+        try:
+            _run_note(self.path).write_text(f"{run_id} {os.getpid()}\n")
+            self._noted = True
+        except OSError:
+            pass  # only a message depends on it
 
     def remove_spill(self) -> list[Path]:
         """Remove what a dead process left in this file's spill directory ``<file>.tmp``.
@@ -251,3 +273,5 @@ class DuckDBBackend(Backend):
     def close(self) -> None:
         _OPEN.discard(self)
         self._con.close()
+        if self._noted:
+            _run_note(self.path).unlink(missing_ok=True)

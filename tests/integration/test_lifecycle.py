@@ -123,7 +123,8 @@ def test_a_second_run_is_refused_naming_the_first(claims: DbUrl, backend_name: s
         assert second.returncode == 2 and "Traceback" not in second.stderr
         [line] = second.stderr.splitlines()
         if backend_name == "duckdb":  # the file's lock: DuckDB names the process
-            assert f"setanon process {first.pid} (" in line and "anonymize claims" in line
+            assert f"setanon run 1: process {first.pid} (" in line
+            assert "anonymize claims" in line
         else:  # the dataset's lock: the catalog names the run
             assert f"in use by setanon run 1 (process {first.pid} on " in line
     finally:
