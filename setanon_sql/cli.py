@@ -7,6 +7,7 @@ not publishable, 2 usage or input error, 3 database error, 4 verification inconc
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import socket
@@ -138,9 +139,27 @@ def _message(error: SetanonError) -> str:
     return str(error)
 
 
+def _command_summary(command: click.Command) -> str:
+    """A command's summary in its group's list: its ``short_help``, else the whole first
+    paragraph of its help. Click would cut that at 45 characters (or the terminal's width)
+    with "...", which leaves a new user guessing what the command does."""
+    if command.short_help:
+        return " ".join(command.short_help.split())
+    first = inspect.cleandoc(command.help or "").split("\n\n")[0]
+    return " ".join(first.replace("\b", "").split())
+
+
 class _Group(click.Group):
     """Turn every error into one line on stderr and its exit code; Ctrl-C and SIGTERM into
-    exit code 130. The top group does it; nested groups pass errors up to it."""
+    exit code 130 (the top group does it; nested groups pass errors up to it). List
+    subcommands with their whole summaries (wrapped, never cut)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, _command_summary(command)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         if ctx.parent is not None:
@@ -190,7 +209,14 @@ def init(db: Backend) -> None:
 
 @main.group(cls=_Group)
 def load() -> None:
-    """Load transactions, a table of complex data, or a hierarchy."""
+    """Load transactions, a table of complex data, or a hierarchy.
+
+    \b
+    Example:
+      setanon load transactions baskets.dat --name baskets
+      setanon load table admissions.tsv --name adm --id hadm_id --set-column icd9_codes
+      setanon load hierarchy hierarchy.txt --name adm --column icd9_codes
+    """
 
 
 @load.command("transactions")
@@ -221,11 +247,13 @@ def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool
 @click.option("--id", "id_column", required=True, help="column with the record id")
 @click.option("--set-column", "set_columns", multiple=True, required=True,
               help="set-valued column (repeat for several)")
-@click.option("--item-separator", default=" ", show_default=True,
+@click.option("--item-separator", default=" ", show_default="space",
               help="separator of items inside a set-valued cell")
 @click.option("--qi", multiple=True, help="single-valued quasi-identifiers (default: all others)")
 @click.option("--ignore", multiple=True, help="columns kept but not quasi-identifiers")
-@click.option("--delimiter", default=None, help="field delimiter (default: tab for .tsv, else ,)")
+@click.option("--delimiter", default=None,
+              help="field delimiter, e.g. ';' or tab (default: tab for a .tsv or .tab file or a "
+                   "header line with tabs, else comma)")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
 @db_options
 def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: tuple[str, ...],
@@ -249,7 +277,8 @@ def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: t
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, readable=True))
 @click.option("--name", required=True, help="dataset the hierarchy belongs to")
 @click.option("--column", default=None, help="column it generalizes (default: the set column)")
-@click.option("--separator", default=";", show_default=True, help="separator of a line's labels")
+@click.option("--separator", default=";", show_default="semicolon",
+              help="separator of a line's labels")
 @click.option("--replace", is_flag=True, help="replace the column's existing hierarchy")
 @db_options
 def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separator: str,
@@ -269,8 +298,8 @@ def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separa
 @main.command()
 @click.option("--name", required=True, help="dataset name")
 @click.option("--table", required=True, help="SCHEMA.TABLE of (record, item) rows")
-@click.option("--record-column", required=True)
-@click.option("--item-column", required=True)
+@click.option("--record-column", required=True, help="column of --table with the record id")
+@click.option("--item-column", required=True, help="column of --table with the item")
 @click.option("--records-table", default=None,
               help="SCHEMA.TABLE with one row per record and its single-valued columns")
 @click.option("--qi", multiple=True, help="columns of --records-table that are QIs (default all)")
@@ -372,7 +401,8 @@ def verify(db: Backend, name: str, run: str) -> None:
 @click.argument("name")
 @click.option("--run", "run", default=None, help="run id or 'latest' (default: data as loaded)")
 @click.option("--format", "fmt", default="fimi", type=click.Choice(["fimi", "csv", "tsv"]),
-              show_default=True)
+              show_default=True,
+              help="fimi: one record's items per line; csv/tsv: a table with a header")
 @click.option("-o", "--output", required=True, help="output file")
 @click.option("--column", default=None, help="set-valued column to write as FIMI")
 @click.option("--mapping", default=None, help="also write item<TAB>label of a generalization")
@@ -551,7 +581,8 @@ def undo(db: Backend, run_id: int, wait: float) -> None:
               help="directory for the demo's exports")
 @click.option("--db", "url", default=None,
               help="database URL (default: $SETANON_DB, else duckdb:///setanon-demo.duckdb)")
-@click.option("--schema", default=DEFAULT_SCHEMA, show_default=True)
+@click.option("--schema", default=DEFAULT_SCHEMA, show_default=True,
+              help="schema of setanon's own tables")
 def demo(workdir: str, url: str | None, schema: str) -> None:
     """Run the main job on the demo data the package ships (DuckDB file by default).
 
@@ -569,13 +600,19 @@ def demo(workdir: str, url: str | None, schema: str) -> None:
 
 @main.group(cls=_Group)
 def generate() -> None:
-    """Generate synthetic datasets inside the DBMS (for benchmarks at any scale)."""
+    """Generate synthetic datasets inside the DBMS (for benchmarks at any scale).
+
+    \b
+    Example:
+      setanon generate claims --records 100000 --seed 1
+    """
 
 
 @generate.command("claims")
 @click.option("--name", default="claims", show_default=True, help="dataset name")
 @click.option("--records", type=click.IntRange(min=1), required=True, help="number of claims")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="the same seed generates the same claims")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
 @db_options
 def generate_claims(db: Backend, name: str, records: int, seed: int, replace: bool) -> None:

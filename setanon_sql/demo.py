@@ -90,6 +90,7 @@ def run_demo(backend: Backend, workdir: Path, say: Callable[[str], None] = print
     _check(smallest >= 5, f"{target}: every record shares all its values with at least "
            f"{smallest - 1} others (k = 5)", say)
     _write_report(backend, admissions, run, workdir / "admissions_k5.html", say)
+    reported = run.run_id
 
     run = _anonymize(backend, admissions, "km",
                      ["--k", "4", "--m", "2", "--column", "diagnoses"], say)
@@ -110,7 +111,7 @@ def run_demo(backend: Backend, workdir: Path, say: Callable[[str], None] = print
     say(f"  exported to {target}: {kept:,} of {total:,} item occurrences kept")
 
     say("\nprivacy models:\n" + describe_models())
-    say(f"next: setanon report demo_admissions --run latest --db {backend.describe()}")
+    say(f"next: setanon report demo_admissions --run {reported} --db {backend.describe()}")
 
 
 def _check(ok: bool, message: str, say: Callable[[str], None]) -> None:

@@ -318,12 +318,15 @@ FROM published AS p LEFT JOIN records AS o ON o.record_id = p.record_id
 
 -- name: kanon_verify_numeric
 -- pairs(record_id, v original value, l published label): labels that do not cover the value.
+-- A label that is neither the value nor a well-formed interval counts as not covering (the
+-- casts run only on well-formed intervals, so a tampered label is a failure, not an error).
 SELECT count(*) FROM pairs
 WHERE NOT coalesce(
     l = CAST(v AS TEXT)
-    OR (l LIKE '[%]'
-        AND v >= CAST(regexp_replace(l, '^\[(-?[0-9]+)-(-?[0-9]+)\]$', '\1') AS BIGINT)
-        AND v <= CAST(regexp_replace(l, '^\[(-?[0-9]+)-(-?[0-9]+)\]$', '\2') AS BIGINT)),
+    OR CASE WHEN l ~ '^\[-?[0-9]{1,18}--?[0-9]{1,18}\]$'
+            THEN v >= CAST(regexp_replace(l, '^\[(-?[0-9]+)-(-?[0-9]+)\]$', '\1') AS BIGINT)
+                 AND v <= CAST(regexp_replace(l, '^\[(-?[0-9]+)-(-?[0-9]+)\]$', '\2') AS BIGINT)
+            ELSE FALSE END,
     FALSE)
 
 -- name: kanon_verify_flat

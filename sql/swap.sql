@@ -338,3 +338,46 @@ SELECT (SELECT count(DISTINCT record_id) FROM items), (SELECT count(DISTINCT rec
 -- (a weaker reading of "hidden" than the loss of every tendency item).
 SELECT count(*) FROM tend t LEFT JOIN ptend p ON p.record_id = t.record_id
 WHERE t.kind <> 'none' AND (p.record_id IS NULL OR p.kind = 'none' OR p.category <> t.category)
+
+-- name: swap_verify_changed
+-- The verifier's view of what a swap changed, from the original items, the published items and
+-- the tendencies recomputed from the original: records whose item set differs, those of them
+-- without a tendency (a swap never touches them), and those still holding an item of their
+-- original tendency category (not hidden, Defs. 3-4).
+WITH diff AS (
+    SELECT record_id FROM (
+        SELECT record_id, item_id FROM items
+        EXCEPT SELECT record_id, item_id FROM published) AS gone
+    UNION
+    SELECT record_id FROM (
+        SELECT record_id, item_id FROM published
+        EXCEPT SELECT record_id, item_id FROM items) AS came
+)
+SELECT count(*),
+       count(*) FILTER (WHERE t.kind IS NULL OR t.kind = 'none'),
+       count(*) FILTER (WHERE t.kind <> 'none' AND EXISTS (
+           SELECT 1 FROM published p JOIN cats c ON c.item_id = p.item_id
+           WHERE p.record_id = d.record_id AND c.category = t.category))
+FROM diff d LEFT JOIN tend t ON t.record_id = d.record_id
+
+-- name: swap_verify_swappable_kinds
+-- Kinds (partial, full) held by records of at least two tendency categories: where a swap is
+-- possible at all, so a run that hides nothing there has not done its job.
+SELECT count(*) FROM (
+    SELECT kind FROM tend WHERE kind <> 'none'
+    GROUP BY kind HAVING count(DISTINCT category) > 1
+) AS k
+
+-- name: swap_verify_suppressed_extra
+-- Tendency suppression: published pairs that are not the original minus the tendency items
+-- (should be none), counted both ways.
+WITH expected AS (
+    SELECT i.record_id, i.item_id FROM items i
+    LEFT JOIN tend t ON t.record_id = i.record_id
+    LEFT JOIN cats c ON c.item_id = i.item_id
+    WHERE t.kind IS NULL OR t.kind = 'none' OR c.category IS NULL OR c.category <> t.category
+)
+SELECT (SELECT count(*) FROM (SELECT record_id, item_id FROM published
+                              EXCEPT SELECT record_id, item_id FROM expected) AS a)
+     + (SELECT count(*) FROM (SELECT record_id, item_id FROM expected
+                              EXCEPT SELECT record_id, item_id FROM published) AS b)

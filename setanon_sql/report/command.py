@@ -17,11 +17,13 @@ import click
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run, get_dataset, get_run
 from setanon_sql.errors import UsageError
-from setanon_sql.report.build import build_report, default_verifier
+from setanon_sql.report.build import Verifier, build_report, checked_run, default_verifier
 from setanon_sql.report.figures import figure_rows
 from setanon_sql.summary import dataset_summary, format_summary
 
 FORMATS = ("text", "json", "html")
+# Rows of a figure's table the terminal shows; the rest are counted, and are in json and html.
+TEXT_ROWS = 12
 
 
 def parse_run_ids(value: str) -> list[int]:
@@ -44,11 +46,66 @@ def choose_format(fmt: str | None, output: str | None) -> str:
     return "text"
 
 
-def _text(backend: Backend, dataset: Dataset, run: Run | None) -> str:
-    """The terminal summary of before, plus the run's own figures."""
-    lines = [format_summary(dataset_summary(backend, dataset, run))]
-    if run is not None:
-        lines += [f"  {row.name}: {row.text}" for row in figure_rows(run.figures)]
+def _numeric(cell: str) -> bool:
+    """Whether a cell reads as a number (right-aligned, so digits line up)."""
+    bare = cell.replace(",", "").replace("%", "").replace(" ", "")
+    try:
+        float(bare)
+    except ValueError:
+        return False
+    return True
+
+
+def text_table(header: list[str], rows: list[list[str]], limit: int = TEXT_ROWS,
+               indent: str = "    ") -> list[str]:
+    """A figure's table as aligned lines: the header, at most ``limit`` rows, and how many more
+    there are (a bare row count tells a steward nothing about the search or the pairs)."""
+    shown = rows if len(rows) <= limit else rows[:limit]
+    width = max([len(header), *(len(row) for row in rows)])
+    grid = [[*header, *[""] * (width - len(header))]] + [
+        [*row, *[""] * (width - len(row))] for row in shown]
+    widths = [max(len(line[i]) for line in grid) for i in range(width)]
+    # A column is numeric when every cell with a value ("-" is none) reads as a number.
+    filled = [[row[i] for row in shown if row[i] not in ("", "-")] for i in range(width)]
+    right = [bool(column) and all(_numeric(cell) for cell in column) for column in filled]
+    lines = []
+    for line in grid:
+        cells = [cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(line, widths, right,
+                                                                             strict=True)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    if len(rows) > limit:
+        hidden = len(rows) - limit
+        lines.append(f"{indent}... {hidden:,} more row{'s' if hidden != 1 else ''} not shown "
+                     f"({len(rows):,} in all; --format json or html shows every row)")
+    return lines
+
+
+def verification_line(outcome: dict[str, Any]) -> str:
+    """The verification outcome in one line, worded as the HTML page words it."""
+    status = outcome["status"]
+    text = {"met": "privacy guarantee met", "NOT MET": "privacy guarantee NOT met"}.get(
+        status, f"verification {status}")
+    how = outcome.get("message") or (
+        f"checked again now in {outcome['seconds']:.1f} s" if outcome.get("seconds") is not None
+        else None)
+    covered = f"; checked {outcome['covered']}" if outcome.get("covered") else ""
+    return f"  {text}{f' ({how})' if how else ''}{covered}"
+
+
+def _text(backend: Backend, dataset: Dataset, run: Run | None,
+          verifier: Verifier | None = None) -> str:
+    """The terminal summary of before (or of the run's output, through the gate), whether the
+    guarantee holds, and the run's own figures (tables with their rows)."""
+    if run is None:
+        return format_summary(dataset_summary(backend, dataset, None))
+    run, outcome = checked_run(backend, dataset, run, verifier)
+    lines = [format_summary(dataset_summary(backend, dataset, run)), verification_line(outcome)]
+    for row in figure_rows(run.figures):
+        if row.rows is None:
+            lines.append(f"  {row.name}: {row.text}")
+        else:
+            lines.append(f"  {row.name} ({len(row.rows):,} rows):")
+            lines += text_table(row.header or [], row.rows)
     return "\n".join(lines)
 
 
@@ -65,7 +122,7 @@ def render_report(backend: Backend, dataset: Dataset, run: Run | None, runs: lis
     """The report of ``run`` (or of the loaded data), or the trade-off of ``runs``, as text."""
     verifier = default_verifier if verify else None
     if runs is None and fmt == "text":
-        return _text(backend, dataset, run)
+        return _text(backend, dataset, run, verifier)
     if runs is not None:
         from setanon_sql.report.tradeoff import tradeoff_data
 

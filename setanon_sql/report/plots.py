@@ -7,9 +7,11 @@ no timestamp and a fixed id salt, so the same data gives the same bytes.
 
 from __future__ import annotations
 
+import functools
 import io
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import matplotlib
 from matplotlib import ticker
@@ -24,16 +26,41 @@ _NO_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
 
 
 class _PlainLog(ticker.LogFormatter):
-    """Plain numbers on log axes ("400", not "4 x 10^2"); which ticks get a label is left to
-    matplotlib's log formatter (minor ticks are labelled when the axis spans little)."""
+    """Plain numbers on log axes ("400", not "4 x 10^2"). Which ticks get a label is left to
+    matplotlib's log formatter (minor ticks are labelled when the axis spans little): its
+    public ``__call__`` answers "" for a tick it leaves bare, and we only reword the others."""
 
-    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        if not super().__call__(x, pos):
+            return ""
         return f"{x:,.0f}" if x >= 1 else f"{x:g}"
 
 
 def _plain_log(axis: Any) -> None:
     axis.set_major_formatter(_PlainLog(labelOnlyBase=False))
     axis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
+
+
+# Every figure is drawn with matplotlib's defaults, whatever the user's matplotlibrc says, in
+# DejaVu Sans (shipped with matplotlib; it has the ρ, ε, σ, δ, ℓ, ≤ and … the labels use), so
+# no glyph is missing and the same data gives the same bytes on every machine.
+_FONT = "DejaVu Sans"
+
+_F = TypeVar("_F", bound=Callable[..., str])
+
+
+def _styled(draw: _F) -> _F:
+    """Run a plotting function under matplotlib's default style, in :data:`_FONT`."""
+
+    @functools.wraps(draw)
+    def wrapper(*args: Any, **kwargs: Any) -> str:
+        with matplotlib.rc_context():
+            matplotlib.rcdefaults()
+            matplotlib.rcParams["font.family"] = "sans-serif"
+            matplotlib.rcParams["font.sans-serif"] = [_FONT]
+            return draw(*args, **kwargs)
+
+    return cast(_F, wrapper)
 
 
 def to_svg(figure: Figure, salt: str) -> str:
@@ -55,6 +82,7 @@ def _figure(height: float = 3.4) -> tuple[Figure, Any]:
     return figure, axes
 
 
+@_styled
 def support_curves(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None) -> str:
     """Item support by rank, before and after, on log-log axes."""
     figure, axes = _figure()
@@ -72,6 +100,7 @@ def support_curves(before: Sequence[Sequence[int]], after: Sequence[Sequence[int
     return to_svg(figure, "support")
 
 
+@_styled
 def record_lengths(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None) -> str:
     """Records by number of items, before and after (log count axis)."""
     figure, axes = _figure()
@@ -90,6 +119,7 @@ def record_lengths(before: Sequence[Sequence[int]], after: Sequence[Sequence[int
     return to_svg(figure, "lengths")
 
 
+@_styled
 def item_changes(top: Sequence[dict[str, Any]]) -> str:
     """Occurrences removed from and added to records, for the labels changed most."""
     rows = list(reversed(top))
@@ -104,13 +134,20 @@ def item_changes(top: Sequence[dict[str, Any]]) -> str:
     axes.set_xlabel("item occurrences (removed to the left, added to the right)")
     axes.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{abs(v):,.0f}"))
     axes.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize="small")
-    return to_svg(figure, "changes")
+    with warnings.catch_warnings():
+        # The labels are the user's data, in any script. The SVG keeps them as text, which the
+        # browser draws with its own fonts; matplotlib only measures them for the layout, so a
+        # glyph DejaVu Sans lacks (CJK, say) is no defect of the page.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font",
+                                category=UserWarning)
+        return to_svg(figure, "changes")
 
 
 def _short(label: str, limit: int = 28) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
+@_styled
 def class_sizes(sizes: Sequence[Sequence[int]], k: float | None) -> str:
     """Equivalence classes by size; the model's k as a dashed line when known."""
     figure, axes = _figure()
@@ -126,6 +163,7 @@ def class_sizes(sizes: Sequence[Sequence[int]], k: float | None) -> str:
     return to_svg(figure, "classes")
 
 
+@_styled
 def record_classes(before: Sequence[Sequence[int]], after: Sequence[Sequence[int]] | None,
                    k: float | None) -> str:
     """Share of records in classes of identical records of size <= s, before and after."""
@@ -152,6 +190,7 @@ def record_classes(before: Sequence[Sequence[int]], after: Sequence[Sequence[int
     return to_svg(figure, "records")
 
 
+@_styled
 def unicity(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]] | None) -> str:
     """Share of unique ℓ-itemsets and of records holding one, for ℓ = 1, 2, before and after."""
     figure = Figure(figsize=(_WIDTH, 3.2), layout="constrained")
@@ -175,6 +214,7 @@ def unicity(before: Sequence[dict[str, Any]], after: Sequence[dict[str, Any]] | 
     return to_svg(figure, "unicity")
 
 
+@_styled
 def tradeoff(series: dict[str, list[tuple[float, float]]], x_label: str, y_label: str,
              percent: bool, categories: Sequence[str] | None, salt: str) -> str:
     """One utility figure against the privacy parameter, one line per model (and fixed params).

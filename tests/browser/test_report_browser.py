@@ -92,7 +92,9 @@ def test_run_and_tradeoff_pages_render_without_console_errors(db: Backend,
     curves = tradeoff_figure_ids(tradeoff)
     assert "curve-ncp-normalized-certainty-penalty" in curves and len(curves) >= 2
     pages = {
-        "run.html": (render_report(db, dataset, runs[0], None, "html", True),
+        # The verification recorded with the run (the double is no registered model, so
+        # --verify could not look it up).
+        "run.html": (render_report(db, dataset, runs[0], None, "html", False),
                      ["fig-3-support", "fig-3-lengths", "fig-3-changes", "fig-3-unicity",
                       "fig-records", "fig-classes"]),
         "tradeoff.html": (tradeoff_page(tradeoff), curves),
@@ -105,3 +107,23 @@ def test_run_and_tradeoff_pages_render_without_console_errors(db: Backend,
         figures = drawn_figures(dom)
         assert all(count > 10 for count in figures.values()), figures
         assert list(figures) == expected
+    run_dom, _ = load(tmp_path / "run.html", tmp_path / "profile-again")
+    assert "Privacy guarantee met" in run_dom
+    assert "as recorded when the run was verified" in run_dom
+
+
+def test_demo_report_says_what_the_demo_verified(db: Backend, tmp_path: Path) -> None:
+    """The page a new user opens first: every figure drawn, and the verification the demo's
+    run recorded (not "skipped", not "not available")."""
+    from setanon_sql.demo import run_demo
+
+    said: list[str] = []
+    run_demo(db, tmp_path / "demo", said.append)
+    dom, console = load(tmp_path / "demo" / "admissions_k5.html", tmp_path / "profile")
+    assert console == [], console
+    figures = drawn_figures(dom)
+    assert figures and all(count > 10 for count in figures.values()), figures
+    assert "Privacy guarantee met" in dom and "as recorded when the run was verified" in dom
+    lowered = dom.lower()
+    assert "skipped" not in lowered and "not available" not in lowered
+    assert "--no-verify" not in dom

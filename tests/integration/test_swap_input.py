@@ -112,7 +112,7 @@ def test_verify_catches_a_lost_item(db: Backend, small: api.Dataset) -> None:
                                        f"{db.render(published)} WHERE record_id = 1)"))
     result = api.verify(db, small, run)
     assert not result.ok
-    assert "items lost equal the reported collisions" in result.details["failed_checks"]
+    assert "no item lost (similarity swapping never collides)" in result.details["failed_checks"]
 
 
 def test_cli_anonymize_and_verify(db_url: DbUrl, tmp_path: Path) -> None:

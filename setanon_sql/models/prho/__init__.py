@@ -44,7 +44,8 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
                                                       "--model prho")
     records = backend.table(dataset.records_table)
     shape = None if chosen.sampled else check_shape(backend, items, chosen.m)
-    constraint = build_constraint(backend, context, chosen, items, records, dictionary)
+    constraint = build_constraint(backend, context.table, context.seed or 0, chosen, items,
+                                  records, dictionary)
     context.figures.update(constraint.figures)
     base = context.table("base")
     backend.materialize(base, exp.select(

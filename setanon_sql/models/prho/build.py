@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,10 @@ from setanon_sql.models.prho.constraint import Constraint, md5_text
 from setanon_sql.models.prho.params import PrhoParams
 from setanon_sql.models.rho.qids import col, placeholder
 from setanon_sql.names import staging_table
-from setanon_sql.runs import RunContext
 from setanon_sql.sqlrender import with_alias
 
 log = logging.getLogger(__name__)
+Namer = Callable[[str], exp.Table]
 
 FIRST_BATCH = 1000  # fixed+: records scanned first for the union S+ (then x10 per batch)
 
@@ -59,14 +60,14 @@ def _load_file(backend: Backend, constraint: Constraint, path: str) -> dict[str,
     return figures
 
 
-def _union_plus(backend: Backend, context: RunContext, base: Constraint, target: exp.Table,
+def _union_plus(backend: Backend, table: Namer, base: Constraint, target: exp.Table,
                 n_types: int) -> None:
     """S+ = the union of all E_u of personalized+ (fixed+), scanning records in growing batches.
 
     An item joins S+ as soon as one record draws it; after a batch of 1,000 records an item
     outside S is missing with probability 0.99^1000 ≈ 4e-5, so later batches check few items.
     """
-    found = context.table("found")
+    found = table("found")
     backend.materialize(found, "prho_no_items", tables={"dict": base.dictionary})
     last = int(backend.scalar("prho_max_position", tables={"records": base.records}))
     low, size = 1, FIRST_BATCH
@@ -80,15 +81,15 @@ def _union_plus(backend: Backend, context: RunContext, base: Constraint, target:
                                             .from_(with_alias(found, "f"))
                                             .where(col("item_id", "f").eq(col("item_id", "d")))))))
         query = base.member_filter(backend, query, col("record_id", "r"), col("item_id", "d"))
-        new = context.table("foundnew")
+        new = table("foundnew")
         backend.drop_table(new)
         backend.materialize(new, query, {"lo": low, "hi": low + size, **base.params()})
-        merged = context.table("foundall")
+        merged = table("foundall")
         backend.drop_table(merged)
         backend.materialize(merged, "prho_found_union", tables={"found": found, "common": new})
         backend.drop_table(found)
         backend.drop_table(new)
-        found = context.table("found")
+        found = table("found")
         backend.materialize(found, exp.select(col("item_id")).from_(merged.copy()))
         backend.drop_table(merged)
         low, size = low + size, size * 10
@@ -98,11 +99,12 @@ def _union_plus(backend: Backend, context: RunContext, base: Constraint, target:
     backend.drop_table(found)
 
 
-def build_constraint(backend: Backend, context: RunContext, chosen: PrhoParams,
+def build_constraint(backend: Backend, table: Namer, seed: int, chosen: PrhoParams,
                      items: exp.Table, records: exp.Table, dictionary: exp.Table) -> Constraint:
-    """Create the run tables ``common`` and ``cons``; returns the constraint and its figures."""
-    seed = context.seed or 0
-    common, cons = context.table("common"), context.table("cons")
+    """Create the tables ``common`` and ``cons`` named by ``table``; returns the constraint and
+    its figures. A pure function of the data, the parameters and ``seed``: the verifier builds
+    it again in its own tables rather than reading the run's."""
+    common, cons = table("common"), table("cons")
     setting = chosen.setting or "file"
     fraction, noise = chosen.sensitive_fraction or 0.0, chosen.noise
     probabilities = {"personalized": (0.0, fraction),
@@ -120,12 +122,12 @@ def build_constraint(backend: Backend, context: RunContext, chosen: PrhoParams,
         backend.materialize(common, "prho_no_items", tables={"dict": dictionary})
     else:
         count = max(1, round(fraction * n_types))
-        drawn = context.table("drawn") if setting == "fixed+" else common
+        drawn = table("drawn") if setting == "fixed+" else common
         backend.materialize(drawn, draw_common(backend, dictionary, count), {"seed": seed})
         if setting == "fixed+":
             base = Constraint("personalized+", seed, drawn, cons, records, dictionary,
                               1.0 - noise, noise)
-            _union_plus(backend, context, base, common, n_types)
+            _union_plus(backend, table, base, common, n_types)
             backend.drop_table(drawn)
             figures["drawn_sensitive_types"] = count
     figures["common_sensitive_types"] = int(backend.scalar("prho_count_rows",

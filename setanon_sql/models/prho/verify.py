@@ -25,25 +25,14 @@ from setanon_sql.models.prho.adversaries import (
     sample,
     unsafe_adversaries,
 )
+from setanon_sql.models.prho.build import build_constraint
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import parse_params
 from setanon_sql.models.prho.rules import exact_rules, original_levels
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.qids import col
-from setanon_sql.names import run_table
 
 VERIFY_FACTOR = 4  # fresh samples per ℓ = 4·n_S: the bound's sampling term is ε/2
-
-
-def _constraint(backend: Backend, dataset: Dataset, run: Run, attribute: Any) -> Constraint:
-    chosen = parse_params(run.params)
-    setting = chosen.setting or "file"
-    probabilities = {"personalized": (0.0, chosen.sensitive_fraction or 0.0),
-                     "personalized+": (1.0 - chosen.noise, chosen.noise)}.get(setting, (0.0, 0.0))
-    return Constraint(setting, run.seed or 0, backend.table(run_table(run.run_id, "common")),
-                      backend.table(run_table(run.run_id, "cons")),
-                      backend.table(dataset.records_table),
-                      backend.table(dataset.dict_table(attribute)), *probabilities)
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
@@ -52,7 +41,6 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     attribute = dataset.set_attribute(chosen.column, "--model prho")
     pub = published(backend, dataset, run).items[attribute.attr_no]
     items = backend.table(dataset.items_table(attribute))
-    constraint = _constraint(backend, dataset, run, attribute)
     extra = int(backend.scalar("rho_not_subset", tables={"pub": pub, "items": items}))
     prefix = f"tmp_{uuid.uuid4().hex[:12]}_pv"
 
@@ -65,10 +53,17 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
 
     base, cur = table("base"), table("cur")
     try:
+        # E_u rebuilt from the data, the parameters and the run's seed, in the verifier's own
+        # tables: never the run's 'common' and 'cons'.
+        constraint = build_constraint(backend, table, run.seed or 0, chosen, items,
+                                      backend.table(dataset.records_table),
+                                      backend.table(dataset.dict_table(attribute)))
         backend.materialize(base, part0(items))
         backend.materialize(cur, part0(pub))
+        inconclusive = False
         if chosen.sampled:
-            ok, covered, details = _sampled(backend, table, base, cur, constraint, chosen, run)
+            ok, inconclusive, covered, details = _sampled(backend, table, base, cur, constraint,
+                                                          chosen, run)
         else:
             ok, covered, details = _exact(backend, table, base, cur, items, constraint, chosen)
     finally:
@@ -76,7 +71,7 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
             backend.drop_table(backend.table(name))
     details["occurrences_not_in_input"] = extra
     return Verification(ok and extra == 0, covered + "; output is a subset of the input "
-                        "record by record", details)
+                        "record by record", details, inconclusive=inconclusive and extra == 0)
 
 
 def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items: exp.Table,
@@ -100,7 +95,11 @@ def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items:
 
 
 def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
-             constraint: Constraint, chosen: Any, run: Run) -> tuple[bool, str, dict[str, Any]]:
+             constraint: Constraint, chosen: Any, run: Run
+             ) -> tuple[bool, bool, str, dict[str, Any]]:
+    """(passed, inconclusive, covered, details): per l, pass when the one-sided Hoeffding upper
+    bound of the unsafe share is below epsilon, fail when the lower bound is above it, else the
+    sample cannot decide (inconclusive)."""
     n = VERIFY_FACTOR * chosen.n_samples
     eligible = eligible_counts(backend, base, chosen.m)
     olen, istat0 = table("olen"), table("istat0")
@@ -108,7 +107,7 @@ def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
     backend.materialize(istat0, "rho_istat0", tables={"base": base})
     spread = math.sqrt(math.log(1 / chosen.delta) / (2 * n))
     per_l: dict[str, Any] = {}
-    ok = True
+    ok, failed = True, False
     for ell in range(1, chosen.m + 1):
         if eligible[ell] == 0:
             continue
@@ -118,10 +117,15 @@ def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
         unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                     chosen.rho)
         count = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
-        upper = count / n + spread
+        upper, lower = count / n + spread, count / n - spread
         ok = ok and upper < chosen.epsilon
+        failed = failed or lower > chosen.epsilon
         per_l[str(ell)] = {"unsafe": count, "samples": n, "unsafe_share": count / n,
-                           "hoeffding_upper_bound": round(upper, 6)}
-    return ok, (f"{n} fresh sampled adversaries per l = 1..{chosen.m}; unsafe share + "
-                f"sqrt(ln(1/delta)/2n) < epsilon = {chosen.epsilon} with confidence "
-                f"{1 - chosen.delta:g}"), {"per_l": per_l, "delta": chosen.delta}
+                           "hoeffding_upper_bound": round(upper, 6),
+                           "hoeffding_lower_bound": round(lower, 6)}
+    return ok, not ok and not failed, (
+        f"sampled: {n} fresh adversaries per l = 1..{chosen.m} (seed 'verify:{run.seed}', not "
+        f"the run's draws); passes when unsafe share + sqrt(ln(1/delta)/2n) < epsilon = "
+        f"{chosen.epsilon}, fails when unsafe share - that margin > epsilon, confidence "
+        f"{1 - chosen.delta:g} each; in between: inconclusive"), {
+        "per_l": per_l, "delta": chosen.delta}

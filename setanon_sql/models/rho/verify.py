@@ -9,9 +9,11 @@ from setanon_sql.catalog import Dataset, Run
 from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.rho.check import check_shape, count_unsafe
+from setanon_sql.models.rho.params import parse_params
 from setanon_sql.models.rho.qids import col
+from setanon_sql.models.rho.sensitive import build_sensitive
 from setanon_sql.models.rho.suppression import rho_fraction
-from setanon_sql.names import run_table, staging_table
+from setanon_sql.names import staging_table
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
@@ -19,7 +21,12 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     attribute = dataset.set_attribute(run.params.get("column"), "--model rho")
     pub = published(backend, dataset, run).items[attribute.attr_no]
     items = backend.table(dataset.items_table(attribute))
-    sens = backend.table(run_table(run.run_id, "sensitive"))
+    chosen = parse_params(run.params)
+    # The sensitive items are drawn again from the parameters and the run's seed (or read again
+    # from the --sensitive file), not taken from the run's own table.
+    sens = backend.table(staging_table("rhovsens"))
+    build_sensitive(backend, sens, items, backend.table(dataset.dict_table(attribute)),
+                    chosen.sensitive, chosen.sensitive_fraction, run.seed or 0)
     rho = rho_fraction(run.params["rho"])
     m = run.params.get("m")
     extra = int(backend.scalar("rho_not_subset", tables={"pub": pub, "items": items}))
@@ -38,6 +45,7 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
                                    rho.denominator)
     finally:
         backend.drop_table(cur)
+        backend.drop_table(sens)
     bound = f"qids of up to {m} items" if m else "every qid (any subset of a record)"
     return Verification(
         ok=extra == 0 and unsafe == 0,
