@@ -1,27 +1,41 @@
 """The ``setanon`` command: parses arguments, calls the API, prints. No logic of its own.
 
-Exit codes: 0 ok, 1 privacy guarantee not met (verify), 2 usage or input error.
+Exit codes (see :mod:`setanon_sql.errors` and the README): 0 ok, 1 guarantee not met or output
+not publishable, 2 usage or input error, 3 database error, 4 verification inconclusive,
+130 interrupted. Every error is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import signal
+import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import click
 
 from setanon_sql import __version__, api
-from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend
-from setanon_sql.errors import NotFoundError, SetanonError
+from setanon_sql.backends import DEFAULT_SCHEMA, DEFAULT_URL, Backend, retry_while_locked
+from setanon_sql.errors import (
+    DatabaseError,
+    InterruptedRunError,
+    NotFoundError,
+    SetanonError,
+    as_database_error,
+    is_driver_error,
+)
 from setanon_sql.io.table import split_columns
 from setanon_sql.models import describe_models, model_params, require_model
 from setanon_sql.report.command import report_command
+from setanon_sql.runs import forget_progress, last_progress, run_processes
 
 _DB_HELP = f"database URL (default: $SETANON_DB, else {DEFAULT_URL})"
 _WAIT_OPTION = click.option(
@@ -53,10 +67,75 @@ def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @click.option("--db", "url", default=None, help=_DB_HELP)
     @wraps(func)
     def wrapper(url: str | None, schema: str, **kwargs: Any) -> Any:
-        with api.open_database(url, schema) as db:
+        # --wait also covers DuckDB's file lock, taken when the database is opened.
+        wait = float(kwargs.get("wait") or 0.0)
+        with retry_while_locked(lambda: api.open_database(url, schema), wait) as db:
             return func(db=db, **kwargs)
 
     return wrapper
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends a command the way Ctrl-C does: the run is marked interrupted."""
+    raise KeyboardInterrupt
+
+
+def _watch_signals(reader: socket.socket) -> None:
+    """Interrupt DuckDB's running statement when SIGINT or SIGTERM arrives.
+
+    Python runs signal handlers in the main thread only between bytecodes, and DuckDB's C++
+    code runs a statement to its end first; this thread, woken by the signal's byte on the
+    wakeup fd, interrupts the statement so that the handler runs at once.
+    """
+    with reader:
+        while data := reader.recv(64):
+            if {signal.SIGINT, signal.SIGTERM} & set(data):
+                duckdb_backend = sys.modules.get("setanon_sql.backends.duckdb")
+                if duckdb_backend is not None:
+                    duckdb_backend.interrupt_all()
+
+
+@contextmanager
+def _interrupt_handling() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt and both signals stop a DuckDB statement, for the
+    duration of one command (restored after, so an embedding program keeps its own)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    threading.Thread(target=_watch_signals, args=(reader,), daemon=True).start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        signal.signal(signal.SIGTERM, previous)
+        writer.close()  # the watcher reads EOF and ends
+
+
+def _interrupted_line() -> str:
+    """The one line Ctrl-C prints: which run, and what became of it."""
+    progress = last_progress()
+    if progress is None:
+        return "interrupted"
+    run = f"run {progress.run_id}"
+    if progress.interrupted:
+        return f"interrupted: {run} marked interrupted, nothing published"
+    if progress.phase == "verify":
+        return f"interrupted: {run} stopped while being verified; it stays unverified, " \
+               "nothing published"
+    if progress.phase == "apply":
+        return (f"interrupted: {run} stopped while being applied in place; the transaction "
+                "was rolled back ('setanon runs' shows the run)")
+    return f"interrupted: {run} stopped (phase {progress.phase}); 'setanon runs' shows the run"
+
+
+def _message(error: SetanonError) -> str:
+    if isinstance(error, DatabaseError) and error.sqlstate:
+        return f"{error} (SQLSTATE {error.sqlstate})"
+    return str(error)
 
 
 def _command_summary(command: click.Command) -> str:
@@ -70,8 +149,9 @@ def _command_summary(command: click.Command) -> str:
 
 
 class _Group(click.Group):
-    """Turn SetanonError into a one-line message and its exit code; list subcommands with
-    their whole summaries (wrapped, never cut)."""
+    """Turn every error into one line on stderr and its exit code; Ctrl-C and SIGTERM into
+    exit code 130 (the top group does it; nested groups pass errors up to it). List
+    subcommands with their whole summaries (wrapped, never cut)."""
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _command_summary(command)) for name in self.list_commands(ctx)
@@ -81,11 +161,24 @@ class _Group(click.Group):
                 formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        if ctx.parent is not None:
             return super().invoke(ctx)
+        forget_progress()
+        try:
+            with _interrupt_handling():
+                return super().invoke(ctx)
+        except (KeyboardInterrupt, InterruptedRunError):
+            click.echo(_interrupted_line(), err=True)
+            ctx.exit(InterruptedRunError.exit_code)
         except SetanonError as error:
-            _err(str(error))
+            _err(_message(error))
             ctx.exit(error.exit_code)
+        except Exception as error:
+            if not is_driver_error(error):
+                raise
+            wrapped = as_database_error(error)
+            _err(_message(wrapped))
+            ctx.exit(wrapped.exit_code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -341,10 +434,13 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
 @main.command()
 @click.argument("name", required=False)
 @click.option("--cleanup", is_flag=True,
-              help="mark runs interrupted by a crash as failed and drop their tables")
+              help="drop the tables (and DuckDB spill) of runs that did not finish")
 @db_options
 def runs(db: Backend, name: str | None, cleanup: bool) -> None:
     """List runs (of one dataset, or all); --cleanup removes what killed runs left.
+
+    A run whose process died (killed, crashed) is shown as abandoned; its tables are removed by
+    the next run on its dataset or by --cleanup.
 
     \b
     Example:
@@ -354,14 +450,18 @@ def runs(db: Backend, name: str | None, cleanup: bool) -> None:
         api.get_dataset(db, name)
     if cleanup:
         cleaned = api.cleanup_runs(db)
-        click.echo(f"cleaned up {len(cleaned)} interrupted run(s): {cleaned}")
+        click.echo(f"cleaned up {len(cleaned)} run(s) that did not finish: {cleaned}")
     rows = api.list_runs(db, name)
     if not rows:
         click.echo("no runs yet")
+    processes = run_processes(db)
     for row in rows:
         seconds = f"{row['seconds']:.1f}s" if row["seconds"] is not None else "-"
+        # Who ran a run that did not end normally: to find (or kill) it, or know it is gone.
+        who = (f" ({processes.get(row['run_id'], '')})"
+               if row["status"] in ("running", "abandoned", "interrupted") else "")
         click.echo(f"{row['run_id']:>5}  {row['dataset']:<20} {row['model']:<6} "
-                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}")
+                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}{who}")
 
 
 @main.command()

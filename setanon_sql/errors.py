@@ -44,6 +44,17 @@ class ConnectionFailedError(SetanonError):
     """The database URL does not connect, or the database is locked by another process."""
 
 
+class DatabaseLockedError(ConnectionFailedError):
+    """Another process holds the database (DuckDB's single writer); ``holder_pid`` if known.
+
+    A separate class so that ``--wait`` can retry exactly this refusal and nothing else.
+    """
+
+    def __init__(self, message: str, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
+
+
 class SchemaVersionError(SetanonError):
     """The database's setanon schema is newer than this package."""
 
@@ -57,7 +68,7 @@ class UnsupportedOperationError(SetanonError):
 
 
 class WorkTooLargeError(UsageError):
-    """The estimated work of a step exceeds what the machine can do; names the option bounding it."""
+    """The estimated work of a step exceeds what the machine can do; names the bounding option."""
 
 
 class GuaranteeNotMetError(SetanonError):
@@ -95,3 +106,34 @@ class InterruptedRunError(SetanonError):
     """The command was interrupted (Ctrl-C or SIGTERM); exit code 130, nothing published."""
 
     exit_code = 130
+
+
+_DRIVER_MODULES = ("duckdb", "_duckdb", "psycopg", "sqlalchemy")
+
+
+def is_driver_error(error: BaseException) -> bool:
+    """True for an exception raised by a database driver (DuckDB, psycopg, SQLAlchemy).
+
+    Decided by the class's module, so that this module imports no driver.
+    """
+    return any(type(error).__module__.split(".")[0] == module for module in _DRIVER_MODULES)
+
+
+def one_line(error: BaseException) -> str:
+    """The first non-empty line of an error's text (drivers append SQL, hints and carets)."""
+    primary = getattr(getattr(error, "diag", None), "message_primary", None)
+    text = primary or str(error)
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return type(error).__name__
+
+
+def as_database_error(error: BaseException, doing: str = "a setanon statement") -> DatabaseError:
+    """A driver error as :class:`DatabaseError`: one line, the driver's SQLSTATE when it has one.
+
+    The last line of defence (the CLI); the backends wrap their own calls more precisely.
+    """
+    sqlstate = getattr(error, "sqlstate", None)
+    return DatabaseError(f"the database failed on {doing}: {one_line(error)}",
+                         sqlstate if isinstance(sqlstate, str) else None)

@@ -243,6 +243,25 @@ class Backend(ABC):
     def advisory_unlock(self, key: tuple[int, int]) -> None:  # noqa: B027
         """Release a lock taken by :meth:`try_advisory_lock` (a no-op by default)."""
 
+    def exclusive(self) -> bool:
+        """True when this connection's process is the only one that can use the database.
+
+        DuckDB's file lock admits one process: a run another process left 'running' there is
+        dead for certain. A server (PostgreSQL) answers False and is asked through its locks.
+        """
+        return False
+
+    def announce_run(self, run_id: int) -> None:  # noqa: B027
+        """Say outside the database that this process runs ``run_id`` (a no-op by default).
+
+        Where the database's lock keeps others from reading the catalog (DuckDB), a refused
+        process can still name the run that holds it.
+        """
+
+    def remove_spill(self) -> list[Path]:
+        """Remove spill files a dead process of this database left on disk; what was removed."""
+        return []
+
     def lock_for_write(self, table: exp.Table) -> None:  # noqa: B027
         """Inside a transaction: keep other sessions from writing ``table`` until it ends.
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,14 +18,82 @@ from setanon_sql.backends.base import Backend, Params, Rows
 from setanon_sql.errors import (
     ConnectionFailedError,
     DatabaseError,
+    DatabaseLockedError,
     InputError,
     PermissionDeniedError,
     UsageError,
+    one_line,
 )
+
+# DuckDB raises no SQLSTATE; its error classes map onto the standard classes, so a script sees
+# the same kind of code from both backends.
+_SQLSTATES: tuple[tuple[type[duckdb.Error], str], ...] = (
+    (duckdb.ConstraintException, "23000"),
+    (duckdb.PermissionException, "42501"),
+    (duckdb.CatalogException, "42P01"),
+    (duckdb.ParserException, "42601"),
+    (duckdb.BinderException, "42703"),
+    (duckdb.ConversionException, "22000"),
+    (duckdb.OutOfRangeException, "22003"),
+    (duckdb.OutOfMemoryException, "53200"),
+    (duckdb.IOException, "58030"),
+    (duckdb.TransactionException, "25000"),
+)
+_HOLDER_PID = re.compile(r"\(PID (\d+)\)")
+# Open connections, so that a signal (seen by a watcher thread while the main thread waits in
+# DuckDB's C++ code, where Python runs no signal handler) can interrupt their statements.
+_OPEN: weakref.WeakSet[DuckDBBackend] = weakref.WeakSet()
 
 
 def _literal(value: str) -> str:
     return exp.Literal.string(value).sql(dialect="duckdb")
+
+
+def interrupt_all() -> None:
+    """Interrupt the running statement of every open DuckDB connection (thread-safe)."""
+    for backend in list(_OPEN):
+        backend.interrupt()
+
+
+def _interrupted(error: BaseException) -> bool:
+    """DuckDB reports Ctrl-C as InterruptException, or as RuntimeError('Query interrupted')."""
+    return isinstance(error, duckdb.InterruptException) or (
+        type(error) is RuntimeError and "interrupted" in str(error).lower())
+
+
+def database_error(error: duckdb.Error, doing: str) -> DatabaseError:
+    """A DuckDB error as one line with the SQLSTATE class it corresponds to."""
+    sqlstate = next((state for kind, state in _SQLSTATES if isinstance(error, kind)), None)
+    return DatabaseError(f"DuckDB failed on {doing}: {one_line(error)}", sqlstate)
+
+
+def _run_note(path: str) -> Path:
+    return Path(f"{path}.setanon-run")
+
+
+def _holder(path: str, message: str) -> tuple[int | None, str]:
+    """The PID DuckDB names as holding the file's lock, and what that process is (if we see it):
+    its setanon run (from the note :meth:`DuckDBBackend.announce_run` left) or command line."""
+    found = _HOLDER_PID.search(message)
+    if found is None:
+        return None, "another process"
+    pid = int(found.group(1))
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        raw = ""
+    command = " ".join(raw.replace("\0", " ").split())  # one line, whatever the arguments hold
+    if len(command) > 120:
+        command = command[:117] + "..."
+    try:
+        run_id, note_pid = _run_note(path).read_text().split()
+    except (OSError, ValueError):
+        run_id, note_pid = "", ""
+    if note_pid == str(pid):
+        kind = f"setanon run {run_id}: process"
+    else:
+        kind = "setanon process" if "setanon" in command else "process"
+    return pid, f"another process: {kind} {pid}" + (f" ({command})" if command else "")
 
 
 class DuckDBBackend(Backend):
@@ -35,45 +109,120 @@ class DuckDBBackend(Backend):
             self._con = duckdb.connect(path, config=dict(settings or {}))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
-                raise ConnectionFailedError(
-                    f"the DuckDB file {path} is in use by another process (DuckDB allows one "
-                    "writer); wait for that setanon run to finish or close the other program"
-                ) from None
-            raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+                pid, holder = _holder(path, str(error))
+                raise DatabaseLockedError(
+                    f"the DuckDB file {path} is in use by {holder}; DuckDB allows one writer: "
+                    "wait for it to finish (--wait SECONDS waits for it) or close the other "
+                    "program", pid) from None
+            raise ConnectionFailedError(
+                f"cannot open the DuckDB file {path}: {one_line(error)}") from None
         except (duckdb.ParserException, duckdb.InvalidInputException) as error:
             raise UsageError(f"a setting of the DuckDB URL is not valid: {error}") from None
         except duckdb.Error as error:
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
         # A file named setanon.duckdb is a catalog named 'setanon': qualify fully to stay clear.
-        self.catalog = str(self._con.execute("SELECT current_database()").fetchone()[0])
+        (self.catalog,) = self._con.execute("SELECT current_database()").fetchone() or ("",)
+        # True while a statement runs in DuckDB: only then may a signal interrupt it (an
+        # interrupt meant for a statement that just ended must not hit the next one, e.g. the
+        # run's own 'interrupted' bookkeeping).
+        self._busy = False
+        self._noted = False
+        _OPEN.add(self)
+
+    @contextmanager
+    def _statement(self) -> Iterator[None]:
+        self._busy = True
+        try:
+            yield
+        finally:
+            self._busy = False
 
     def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         try:
-            cursor = self._con.execute(sql, dict(params) if params else None)
-            return cursor.fetchall() if fetch else []
+            with self._statement():
+                cursor = self._con.execute(sql, dict(params) if params else None)
+                return cursor.fetchall() if fetch else []
         except duckdb.PermissionException as error:
-            raise PermissionDeniedError(f"DuckDB refused: {error}") from None
-        except duckdb.ConstraintException as error:
-            raise DatabaseError(f"DuckDB refused a setanon statement: {error}", "23000") from None
-        except duckdb.Error as error:
-            raise DatabaseError(f"DuckDB failed on a setanon statement: {error}") from None
+            raise PermissionDeniedError(f"DuckDB refused: {one_line(error)}") from None
+        except (duckdb.Error, RuntimeError) as error:
+            raise self._wrapped(error, "a setanon statement") from None
+
+    def _wrapped(self, error: BaseException, doing: str) -> BaseException:
+        """What a driver error becomes: KeyboardInterrupt for Ctrl-C, else a DatabaseError."""
+        if _interrupted(error):
+            return KeyboardInterrupt()
+        if isinstance(error, duckdb.Error):
+            return database_error(error, doing)
+        return error
+
+    def _call(self, doing: str, statement: str) -> None:
+        try:
+            with self._statement():
+                self._con.execute(statement)
+        except (duckdb.Error, RuntimeError) as error:
+            raise self._wrapped(error, doing) from None
 
     def _begin(self) -> None:
-        self._con.begin()
+        self._call("starting a transaction", "BEGIN TRANSACTION")
 
     def _commit(self) -> None:
-        self._con.commit()
+        self._call("committing", "COMMIT")
 
     def _rollback(self) -> None:
-        self._con.rollback()
+        self._call("rolling back", "ROLLBACK")
+
+    def interrupt(self) -> None:
+        """Stop the statement running on this connection, if one runs (from a watcher thread)."""
+        if self._busy:
+            self._con.interrupt()
+
+    def exclusive(self) -> bool:
+        return True
+
+    def announce_run(self, run_id: int) -> None:
+        if self.path == ":memory:":
+            return
+        try:
+            _run_note(self.path).write_text(f"{run_id} {os.getpid()}\n")
+            self._noted = True
+        except OSError:
+            pass  # only a message depends on it
+
+    def remove_spill(self) -> list[Path]:
+        """Remove what a dead process left in this file's spill directory ``<file>.tmp``.
+
+        Only the per-file default directory: a temp_directory the user shares between files
+        may hold another live process's files. Files this connection uses are kept.
+        """
+        if self.path == ":memory:":
+            return []
+        directory = Path(f"{self.path}.tmp")
+        if not directory.is_dir():
+            return []
+        in_use = {Path(p).name for (p, _size) in self.execute(
+            "SELECT path, size FROM duckdb_temporary_files()", fetch=True)}
+        removed = []
+        for entry in directory.iterdir():
+            if entry.name in in_use or entry.name.startswith(f"duckdb_temp_{os.getpid()}_"):
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+            removed.append(entry)
+        if not any(directory.iterdir()):
+            directory.rmdir()
+        return removed
 
     def _read_file(self, path: Path, sql: str, params: dict[str, Any]) -> None:
         """Run a statement that reads ``path``; a read error names the file."""
         try:
-            self._con.execute(sql, params)
-        except duckdb.Error as error:
-            reason = str(error).strip().splitlines()[0]
-            raise InputError(f"{path}: DuckDB could not read it: {reason}") from None
+            with self._statement():
+                self._con.execute(sql, params)
+        except (duckdb.Error, RuntimeError) as error:
+            if _interrupted(error) or not isinstance(error, duckdb.Error):
+                raise self._wrapped(error, f"reading {path}") from None
+            raise InputError(f"{path}: DuckDB could not read it: {one_line(error)}") from None
 
     def load_lines(self, path: Path, target: exp.Table) -> int:
         # read_text + string_split keeps exact line numbers (the CSV reader would count a stray
@@ -122,4 +271,7 @@ class DuckDBBackend(Backend):
         return exp.column("rowid")
 
     def close(self) -> None:
+        _OPEN.discard(self)
         self._con.close()
+        if self._noted:
+            _run_note(self.path).unlink(missing_ok=True)

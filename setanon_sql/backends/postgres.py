@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from sqlalchemy.engine import URL
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Rows
@@ -14,7 +15,7 @@ from setanon_sql.errors import (
     DatabaseError,
     InputError,
     PermissionDeniedError,
-    SetanonError,
+    one_line,
 )
 
 _COPY_CHUNK = 1 << 20
@@ -27,8 +28,19 @@ def _literal(value: str) -> str:
     return exp.Literal.string(value).sql(dialect="postgres")
 
 
-def _hide_password(conninfo: str) -> str:
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", conninfo)
+def connect_args(url: URL) -> dict[str, Any]:
+    """psycopg's keyword arguments for a parsed URL: the password passes as it is decoded.
+
+    Never a conninfo string built by hand: a password holding '@', ':' or '/' (percent-encoded
+    in the URL) arrives intact. Query parameters (sslmode=..., host=/socket/dir) pass through.
+    """
+    args: dict[str, Any] = {key: value[-1] if isinstance(value, tuple) else value
+                            for key, value in url.query.items()}
+    for key, value in (("host", url.host), ("port", url.port), ("user", url.username),
+                       ("password", url.password), ("dbname", url.database)):
+        if value not in (None, ""):
+            args[key] = value
+    return args
 
 
 class PostgresBackend(Backend):
@@ -37,18 +49,19 @@ class PostgresBackend(Backend):
     name = "postgres"
     dialect = "postgres"
 
-    def __init__(self, conninfo: str, schema: str) -> None:
-        super().__init__(conninfo, schema)
+    def __init__(self, url: URL, schema: str) -> None:
+        self._url = url.set(drivername="postgresql")
+        super().__init__(self._url.render_as_string(hide_password=True), schema)
         import psycopg
 
         self._psycopg = psycopg
         try:
-            self._con = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+            self._con = psycopg.connect(**{"connect_timeout": 10, **connect_args(self._url),
+                                           "autocommit": True})
         except psycopg.Error as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
             raise ConnectionFailedError(
-                f"cannot connect to {self.describe()}: {reason}; check the URL (--db or "
-                "SETANON_DB) and that the server is running"
+                f"cannot connect to {self.describe()}: {self._scrubbed(one_line(error))}; check "
+                "the URL (--db or SETANON_DB) and that the server is running"
             ) from None
         if self._con.info.server_version >= 140000:
             # A killed setanon process must not leave its statement running for minutes (and
@@ -56,7 +69,27 @@ class PostgresBackend(Backend):
             self._con.execute("SET client_connection_check_interval = '2s'")
 
     def describe(self) -> str:
-        return _hide_password(self.url)
+        return self._url.render_as_string(hide_password=True)
+
+    def _scrubbed(self, message: str) -> str:
+        """``message`` without the password, should a driver ever echo it."""
+        password = self._url.password
+        return message.replace(str(password), "***") if password else message
+
+    def _database_error(self, error: Exception, doing: str) -> DatabaseError:
+        # Ctrl-C needs nothing here: psycopg cancels the statement and re-raises the
+        # KeyboardInterrupt itself.
+        sqlstate = getattr(error, "sqlstate", None)
+        if sqlstate is None and isinstance(error, self._psycopg.OperationalError):
+            sqlstate = "08006"  # the connection broke: no server answered with a state
+        return DatabaseError(f"PostgreSQL failed on {doing}: {self._scrubbed(one_line(error))}",
+                             sqlstate)
+
+    def _call(self, doing: str, statement: str) -> None:
+        try:
+            self._con.execute(statement)
+        except self._psycopg.Error as error:
+            raise self._database_error(error, doing) from None
 
     def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
         if params:
@@ -74,17 +107,16 @@ class PostgresBackend(Backend):
                 "privilege or choose another schema with --schema"
             ) from None
         except self._psycopg.Error as error:
-            raise DatabaseError(f"PostgreSQL failed on a setanon statement: {error}",
-                                error.sqlstate) from None
+            raise self._database_error(error, "a setanon statement") from None
 
     def _begin(self) -> None:
-        self._con.execute("BEGIN")
+        self._call("starting a transaction", "BEGIN")
 
     def _commit(self) -> None:
-        self._con.execute("COMMIT")
+        self._call("committing", "COMMIT")
 
     def _rollback(self) -> None:
-        self._con.execute("ROLLBACK")
+        self._call("rolling back", "ROLLBACK")
 
     def _copy_in(self, copy_sql: str, path: Path, text_format: bool = False) -> None:
         """Stream ``path`` into COPY FROM STDIN in 1 MiB chunks.
@@ -152,7 +184,7 @@ class PostgresBackend(Backend):
                     for chunk in copy:
                         out.write(chunk)
             except self._psycopg.Error as error:
-                raise SetanonError(f"PostgreSQL failed to export to {path}: {error}") from error
+                raise self._database_error(error, f"exporting to {path}") from None
 
     def binary_sort_key(self, value: exp.Expression) -> exp.Expression:
         return exp.Collate(this=value, expression=exp.Identifier(this="C", quoted=True))

@@ -79,7 +79,7 @@ def test_failed_run_is_marked_and_leaves_no_tables(db: Backend, baskets: api.Dat
     assert (latest.run_id, latest.status) == (runs[0]["run_id"], "failed")
 
 
-def test_cleanup_marks_interrupted_runs_failed(db: Backend, baskets: api.Dataset) -> None:
+def test_cleanup_marks_dead_runs_abandoned(db: Backend, baskets: api.Dataset) -> None:
     from setanon_sql.runs import recorded_run
 
     with pytest.raises(KeyboardInterrupt), recorded_run(db, baskets, "drop", {}, 1) as context:
@@ -93,4 +93,4 @@ def test_cleanup_marks_interrupted_runs_failed(db: Backend, baskets: api.Dataset
                       expression=exp.select(exp.Literal.number(1).as_("x"))))
     assert cleanup_runs(db) == [1]
     assert db.table_names("r1_") == []
-    assert [r["status"] for r in list_runs(db)] == ["failed"]
+    assert [r["status"] for r in list_runs(db)] == ["abandoned"]
