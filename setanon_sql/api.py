@@ -76,9 +76,14 @@ _DEMO_FILES = {
 }
 
 
-def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA) -> Backend:
-    """Connect (URL, SQLAlchemy URL or Engine; see :func:`connect`) and apply pending migrations."""
-    backend = connect(url, schema)
+def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA,
+                  wait_seconds: float = 0.0) -> Backend:
+    """Connect (URL, SQLAlchemy URL or Engine; see :func:`connect`) and apply pending migrations.
+
+    ``wait_seconds``: how long to wait for a DuckDB file another process holds (its single
+    writer lock) before refusing with a message naming the holder.
+    """
+    backend = connect(url, schema, wait_seconds)
     try:
         migrate(backend)
     except BaseException:
