@@ -227,7 +227,8 @@ def verification_error(dataset: Dataset, run: Run, result: Verification) -> Seta
 
 def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
                      epsilon: float = 0.01, delta: float = 0.01,
-                     column: str | None = None) -> list[dict[str, Any]]:
+                     column: str | None = None,
+                     max_items_per_record: int | None = None) -> list[dict[str, Any]]:
     """Share of the data's ℓ-itemsets (ℓ ≤ m) held by one record only, from uniform samples.
 
     What a steward looks at before choosing k and m (Acs et al. §VI-B): each share is within
@@ -235,7 +236,7 @@ def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
     """
     from setanon_sql.models.km.risk import estimate_unicity as estimate
 
-    return estimate(backend, dataset, m, seed, epsilon, delta, column)
+    return estimate(backend, dataset, m, seed, epsilon, delta, column, max_items_per_record)
 
 
 def demo_file(name: str) -> Path:

@@ -506,9 +506,12 @@ def drop(db: Backend, name: str, force: bool) -> None:
               help="... with confidence 1 - delta")
 @click.option("--column", default=None, help="set-valued column (default: the only one)")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the samples")
+@click.option("--max-items-per-record", "max_items", type=click.IntRange(min=1), default=None,
+              help="cut longer records to this many items (chosen at random) for the estimate; "
+                   "bounds the work a very long record causes [default: no cut]")
 @db_options
 def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: str | None,
-         seed: int) -> None:
+         seed: int, max_items: int | None) -> None:
     """Estimate how identifying a dataset's itemsets are, before choosing k and m.
 
     Prints, for each size l <= m, the share of the data's l-itemsets held by one record only
@@ -520,9 +523,12 @@ def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: s
     """
     dataset = api.get_dataset(db, name)
     with _status(f"sampling itemsets of {name}"):
-        found = api.estimate_unicity(db, dataset, m, seed, epsilon, delta, column)
+        found = api.estimate_unicity(db, dataset, m, seed, epsilon, delta, column, max_items)
     click.echo(f"unicity of {name} (share of l-itemsets held by one record; "
                f"+-{epsilon:g} with confidence {1 - delta:g}):")
+    if found and found[0]["records_cut"]:
+        click.echo(f"  {found[0]['records_cut']:,} record(s) longer than {max_items:,} items were "
+                   f"cut to {max_items:,} items chosen at random (seed {seed}) for this estimate")
     for row in found:
         share = "no itemsets" if row["unique_share"] is None else f"{row['unique_share']:.4f}"
         click.echo(f"  l = {row['size']}: {share}  ({row['samples']:,} samples)")

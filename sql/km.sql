@@ -662,3 +662,34 @@ WHERE label = '' OR rest <> ''
    OR NOT x ~ '^[-+]?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'
    OR NOT y ~ '^[-+]?[0-9]+([.][0-9]*)?([eE][-+]?[0-9]+)?$'
 ORDER BY pos LIMIT 5
+
+-- name: km_sample_work
+-- Before drawing ℓ-itemsets: a drawn record costs one hashed row per item (km_sample_subsets),
+-- and records are drawn in proportion to C(|D_u|, ℓ). Returns the weighted mean length of a
+-- drawn record, and the longest record (id, length), which dominates when it is very long.
+WITH w AS (
+    SELECT record_id, count(*) AS len FROM items GROUP BY record_id HAVING count(*) >= :ell
+), x AS (
+    SELECT record_id, len, km_binomial(len) AS weight FROM w
+)
+SELECT sum(weight * len) / sum(weight),
+       (SELECT record_id FROM x ORDER BY len DESC, record_id LIMIT 1),
+       max(len)
+FROM x
+
+-- name: km_truncated_items
+-- Records longer than :cap items keep :cap of them, chosen by a seeded hash (Jia et al.
+-- truncate long records the same way, to bound the work); shorter records are unchanged.
+SELECT record_id, item_id FROM (
+    SELECT record_id, item_id,
+           row_number() OVER (PARTITION BY record_id ORDER BY md5(concat_ws('|', 'cap',
+               CAST(:seed AS TEXT), CAST(record_id AS TEXT), CAST(item_id AS TEXT))) COLLATE "C",
+               item_id) AS r
+    FROM items
+) AS ranked
+WHERE r <= :cap
+
+-- name: km_records_over_cap
+SELECT count(*) FROM (
+    SELECT record_id FROM items GROUP BY record_id HAVING count(*) > :cap
+) AS long_records

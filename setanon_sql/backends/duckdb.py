@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,6 +44,34 @@ _HOLDER_PID = re.compile(r"\(PID (\d+)\)")
 # Open connections, so that a signal (seen by a watcher thread while the main thread waits in
 # DuckDB's C++ code, where Python runs no signal handler) can interrupt their statements.
 _OPEN: weakref.WeakSet[DuckDBBackend] = weakref.WeakSet()
+
+
+# DuckDB's own default memory_limit is 80% of the machine's memory; setanon leaves more room for
+# the rest of the machine (and its own process) and lets DuckDB spill beyond it.
+MEMORY_SHARE = 0.5
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory (POSIX sysconf), or None where the platform does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def default_settings(path: str) -> dict[str, str]:
+    """memory_limit from the machine (MEMORY_SHARE of it) and a temp_directory setanon knows:
+    ``<file>.tmp`` beside a database file (what cleanup removes after a killed run), a fresh
+    private directory for ``:memory:`` (removed on close). A URL's own settings win."""
+    settings: dict[str, str] = {}
+    memory = physical_memory()
+    if memory:
+        settings["memory_limit"] = f"{int(memory * MEMORY_SHARE) // (1 << 20)}MB"
+    if path == ":memory:":
+        settings["temp_directory"] = tempfile.mkdtemp(prefix="setanon-duckdb-spill-")
+    else:
+        settings["temp_directory"] = f"{path}.tmp"
+    return settings
 
 
 def _literal(value: str) -> str:
@@ -105,8 +134,11 @@ class DuckDBBackend(Backend):
     def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None) -> None:
         super().__init__(f"duckdb:///{path}", schema)
         self.path = path
+        defaults = default_settings(path)
+        self._own_spill = defaults["temp_directory"] if path == ":memory:" else None
+        self.settings = {**defaults, **(settings or {})}
         try:
-            self._con = duckdb.connect(path, config=dict(settings or {}))
+            self._con = duckdb.connect(path, config=dict(self.settings))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
                 pid, holder = _holder(path, str(error))
@@ -273,5 +305,7 @@ class DuckDBBackend(Backend):
     def close(self) -> None:
         _OPEN.discard(self)
         self._con.close()
+        if self._own_spill is not None:
+            shutil.rmtree(self._own_spill, ignore_errors=True)
         if self._noted:
             _run_note(self.path).unlink(missing_ok=True)

@@ -22,10 +22,51 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.errors import WorkTooLargeError
 from setanon_sql.models.km.groupsupport import itemset_support
 from setanon_sql.sqlrender import parsed
 
 _MAX_PROPOSALS = 2_000_000
+# A round hashes one row per item of every proposed record (km_sample_subsets). Memory: a round
+# proposes at most MAX_ROUND_ROWS / (mean length of a drawn record) records, so it hashes about
+# 20M rows (measured: 1.8 GB peak RSS on DuckDB; BMS-WebView-2 and Retail never reach the cap,
+# so their draws are unchanged). Time: a draw whose rounds would hash more than
+# MAX_SAMPLING_ROWS in all is refused before it starts; a record of 100,000 items makes every
+# draw pick it and needs billions.
+MAX_ROUND_ROWS = 20_000_000
+MAX_SAMPLING_ROWS = 150_000_000
+# The rounds propose about count / 0.5 * 1.2 records in all (acceptance starts at 0.5, _round).
+_FIRST_ROUND_FACTOR = 2.4
+
+
+@dataclass(frozen=True)
+class SamplingWork:
+    """What drawing ``count`` ℓ-itemsets will cost: hashed rows, and the record that drives it."""
+
+    mean_length: float  # items of a drawn record: rows hashed per proposal
+    proposals: float  # records proposed over all rounds (estimated)
+    longest_record: int | None
+    longest_length: int
+
+    @property
+    def rows(self) -> float:
+        return self.proposals * self.mean_length
+
+    def too_large(self) -> bool:
+        """More rows than MAX_SAMPLING_ROWS (read when called, so a caller may lower it)."""
+        return self.rows > MAX_SAMPLING_ROWS
+
+    def round_proposals(self) -> int:
+        """The most records one round may propose and stay within MAX_ROUND_ROWS."""
+        return max(16, int(MAX_ROUND_ROWS / max(self.mean_length, 1.0)))
+
+
+def sampling_work(backend: Backend, items: exp.Table, ell: int, count: int) -> SamplingWork:
+    """Estimate the rows the rounds of :meth:`Sampler.draw` hash, before they run."""
+    mean_length, record, longest = backend.query(statement("km_sample_work", ell, backend),
+                                                 {"ell": ell}, {"items": items})[0]
+    return SamplingWork(float(mean_length or 0.0), _FIRST_ROUND_FACTOR * count,
+                        None if record is None else int(record), int(longest or 0))
 
 
 def uniform(backend: Backend, *parts: exp.Expression) -> exp.Expression:
@@ -80,6 +121,7 @@ class Sampler:
     rounds: int = 0
     acceptance: dict[int, float] = field(default_factory=dict)
     proposals: int = 0
+    round_cap: dict[int, int] = field(default_factory=dict)
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
         what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
@@ -97,6 +139,15 @@ class Sampler:
                           {"items": self.items})
             self.proposals += count
             return self._count(target, "sid")
+        work = sampling_work(b, self.items, ell, count)
+        if work.too_large():
+            raise WorkTooLargeError(
+                f"drawing {count:,} itemsets of size {ell} would hash about {work.rows:,.0f} "
+                f"(record, item) rows, more than the {MAX_SAMPLING_ROWS:,} allowed: records are "
+                f"drawn by their number of {ell}-itemsets, and record id {work.longest_record} "
+                f"holds {work.longest_length:,} items. Cap the items per record (setanon risk "
+                "--max-items-per-record N), or remove or split that record")
+        self.round_cap[ell] = work.round_proposals()
         recw, recb = self.table("recw"), self.table("recb")
         b.materialize(recw, statement("km_sample_weights", ell, b), {"ell": ell},
                       {"items": self.items})
@@ -126,7 +177,8 @@ class Sampler:
         b = self.backend
         self.rounds += 1
         rate = self.acceptance.get(ell, 0.5)
-        n = min(_MAX_PROPOSALS, math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
+        n = min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
+                math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
         props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
         b.materialize(props, statement("km_sample_records", ell, b),
