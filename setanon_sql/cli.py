@@ -238,6 +238,15 @@ def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool
     attribute = dataset.set_attributes[0]
     click.echo(f"loaded {dataset.name}: {dataset.n_records:,} records, "
                f"{attribute.n_distinct:,} distinct items")
+    _say_duplicates(dataset)
+
+
+def _say_duplicates(dataset: api.Dataset) -> None:
+    """What the loader changed: items a record named twice count once (a record is a set)."""
+    for column, count in sorted((dataset.options.get("duplicate_items") or {}).items()):
+        if count:
+            click.echo(f"  {count:,} duplicate item(s) within a record in column {column!r} "
+                       "counted once (a record is a set of items)")
 
 
 @load.command("table")
@@ -270,6 +279,7 @@ def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: t
                                  split_columns(ignore), delimiter, replace)
     click.echo(f"loaded {dataset.name}: {dataset.n_records:,} records; columns: "
                + ", ".join(f"{a.name} ({a.role})" for a in dataset.attributes))
+    _say_duplicates(dataset)
 
 
 @load.command("hierarchy")

@@ -3,19 +3,27 @@
 -- dict(item_id, label), items(record_id, item_id), records(record_id, position, ...).
 
 -- name: tokens_from_blank_separated
--- One row per distinct (record, item): items are separated by runs of blanks or tabs; in SPMF
--- files the itemset separator -1 and the line end -2 are not items.
+-- One row per distinct (record, item), with how often the line named it (n > 1: a duplicate,
+-- counted by duplicate_tokens): items are separated by runs of blanks or tabs; in SPMF files
+-- the itemset separator -1 and the line end -2 are not items.
 CREATE TABLE tokens AS
-SELECT DISTINCT pos AS record_id, tok AS label
+SELECT pos AS record_id, tok AS label, count(*) AS n
 FROM (SELECT pos, unnest(regexp_split_to_array(line, '[ \t]+')) AS tok FROM lines) AS t
 WHERE tok <> '' AND NOT (:spmf AND tok IN ('-1', '-2'))
+GROUP BY pos, tok
 
 -- name: tokens_from_separated
--- One row per distinct (record, item) of a cell split at an exact separator string.
+-- One row per distinct (record, item) of a cell split at an exact separator string, with how
+-- often the cell named it.
 CREATE TABLE tokens AS
-SELECT DISTINCT pos AS record_id, tok AS label
+SELECT pos AS record_id, tok AS label, count(*) AS n
 FROM (SELECT pos, unnest(string_to_array(line, :separator)) AS tok FROM lines) AS t
 WHERE tok <> ''
+GROUP BY pos, tok
+
+-- name: duplicate_tokens
+-- Items a record named more than once: a record is a set, so each counts once; reported.
+SELECT coalesce(sum(n - 1), 0) FROM tokens
 
 -- name: first_non_integer_token
 SELECT record_id, label FROM tokens

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from setanon_sql import sqlrender
+from setanon_sql.errors import InputError
 from setanon_sql.sqlrender import TableBinding, identifier, qualified_table
 
 Params = Mapping[str, Any] | None
@@ -288,3 +289,16 @@ class Backend(ABC):
     def describe(self) -> str:
         """The URL with any password hidden, for messages."""
         return self.url
+
+
+def ragged_row_error(path: Path, line: int, expected: int, found: str) -> InputError:
+    """The refusal of a row with another number of fields than the header (both backends).
+
+    Loading such a row would shift its values into the wrong columns (a missing field in the
+    middle) or lose one (a field too many), so it is never loaded.
+    """
+    return InputError(
+        f"table file {path} line {line}: expected {expected} fields (as in the header), found "
+        f"{found}; a field is missing or one too many: check the delimiters of that line (and "
+        "quote values that contain the delimiter), then load again")
+

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend, Params, Rows
+from setanon_sql.backends.base import Backend, Params, Rows, ragged_row_error
 from setanon_sql.errors import (
     ConnectionFailedError,
     DatabaseError,
@@ -72,6 +72,12 @@ def default_settings(path: str) -> dict[str, str]:
     else:
         settings["temp_directory"] = f"{path}.tmp"
     return settings
+
+
+# DuckDB's CSV error for a row of another width: "CSV Error on Line: 3 ... Expected Number of
+# Columns: 4 Found: 3" (one_line keeps both parts).
+_RAGGED = re.compile(r"CSV Error on Line: (\d+).*?Expected Number of Columns: (\d+) Found: (\d+)",
+                     re.DOTALL)
 
 
 def _literal(value: str) -> str:
@@ -246,21 +252,27 @@ class DuckDBBackend(Backend):
             directory.rmdir()
         return removed
 
-    def _read_file(self, path: Path, sql: str, params: dict[str, Any]) -> None:
-        """Run a statement that reads ``path``; a read error names the file."""
+    def _read_file(self, path: Path, n_columns: int | None, sql: str,
+                   params: dict[str, Any]) -> None:
+        """Run a statement that reads ``path``; a read error names the file (and, for a table
+        of ``n_columns`` columns, the line of a row of another width)."""
         try:
             with self._statement():
                 self._con.execute(sql, params)
         except (duckdb.Error, RuntimeError) as error:
             if _interrupted(error) or not isinstance(error, duckdb.Error):
                 raise self._wrapped(error, f"reading {path}") from None
+            ragged = _RAGGED.search(str(error))
+            if n_columns is not None and ragged is not None:
+                raise ragged_row_error(path, int(ragged.group(1)), n_columns,
+                                       ragged.group(3)) from None
             raise InputError(f"{path}: DuckDB could not read it: {one_line(error)}") from None
 
     def load_lines(self, path: Path, target: exp.Table) -> int:
         # read_text + string_split keeps exact line numbers (the CSV reader would count a stray
         # '\r' as a line break). A final newline does not start another record.
         self._read_file(
-            path,
+            path, None,
             f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
             "WITH f AS (SELECT string_split(content, chr(10)) AS lines, "
             "  ends_with(content, chr(10)) AS has_final_newline FROM read_text($path)) "
@@ -277,12 +289,14 @@ class DuckDBBackend(Backend):
     ) -> int:
         names = ", ".join(f"'c{i}': 'VARCHAR'" for i in range(1, n_columns + 1))
         quote = '"' if quoted else ""
+        # strict_mode and no null_padding: a row with a field missing or one too many is an
+        # error naming its line (padding would shift its values into the wrong columns).
         self._read_file(
-            path,
+            path, n_columns,
             f"CREATE TABLE {target.sql(dialect='duckdb')} AS "
             "SELECT CAST(row_number() OVER () AS BIGINT) AS pos, * FROM read_csv($path, "
             f"columns={{{names}}}, header=true, auto_detect=false, delim=$delim, "
-            "quote=$quote, escape=$quote, strict_mode=false, null_padding=true, "
+            "quote=$quote, escape=$quote, strict_mode=true, null_padding=false, "
             "parallel=false)",
             {"path": str(path), "delim": delimiter, "quote": quote},
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from sqlalchemy.engine import URL
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend, Params, Rows
+from setanon_sql.backends.base import Backend, Params, Rows, ragged_row_error
 from setanon_sql.errors import (
     ConnectionFailedError,
     DatabaseError,
@@ -19,6 +20,9 @@ from setanon_sql.errors import (
 )
 
 _COPY_CHUNK = 1 << 20
+# COPY's refusals of a row of another width, and where its CONTEXT names the line.
+_RAGGED = ("missing data for column", "extra data after last expected column")
+_COPY_LINE = re.compile(r"\bline (\d+)")
 # COPY's csv options need one-byte characters; these control bytes stand in for "no quoting".
 _NO_QUOTE = "\x01"
 _NO_DELIMITER = "\x02"
@@ -118,7 +122,8 @@ class PostgresBackend(Backend):
     def _rollback(self) -> None:
         self._call("rolling back", "ROLLBACK")
 
-    def _copy_in(self, copy_sql: str, path: Path, text_format: bool = False) -> None:
+    def _copy_in(self, copy_sql: str, path: Path, text_format: bool = False,
+                 n_columns: int | None = None) -> None:
         """Stream ``path`` into COPY FROM STDIN in 1 MiB chunks.
 
         For the text format, backslashes are escaped and CR LF line ends become LF, so every
@@ -138,6 +143,11 @@ class PostgresBackend(Backend):
                     copy.write(chunk)
         except self._psycopg.Error as error:
             diag = error.diag
+            line = _COPY_LINE.search(diag.context or "")
+            message = diag.message_primary or ""
+            if n_columns is not None and line is not None and message.startswith(_RAGGED):
+                found = "fewer" if message.startswith(_RAGGED[0]) else "more than that"
+                raise ragged_row_error(path, int(line.group(1)), n_columns, found) from None
             where = f" ({diag.context.strip()})" if diag.context else ""
             raise InputError(f"{path}: PostgreSQL could not read it: "
                              f"{diag.message_primary or error}{where}") from None
@@ -166,7 +176,7 @@ class PostgresBackend(Backend):
             f"COPY {name} ({', '.join(f'c{i}' for i in range(1, n_columns + 1))}) FROM STDIN "
             f"WITH (FORMAT csv, HEADER true, DELIMITER {_literal(delimiter)}, "
             f"QUOTE {_literal(quote)})",
-            path,
+            path, n_columns=n_columns,
         )
         return int(self.execute(f"SELECT count(*) FROM {name}", fetch=True)[0][0])
 

@@ -129,6 +129,7 @@ def load_table(
             raise InputError(f"table file {source} has a header but no records")
         attributes: list[Attribute] = []
         record_columns: list[exp.Expression] = []
+        duplicates: dict[str, int] = {}
 
         def where(pos: int) -> str:
             return f"table file {source} line {pos + 1}"
@@ -142,6 +143,8 @@ def load_table(
                 else:
                     statement, params = "tokens_from_separated", {"separator": item_separator}
                 backend.run(statement, params, tables={"tokens": tokens, "lines": lines})
+                duplicates[column] = int(backend.scalar("duplicate_tokens",
+                                                        tables={"tokens": tokens}))
                 attributes.append(build_item_attribute(backend, dataset_id, attr_no, column,
                                                        tokens))
                 backend.drop_table(tokens)
@@ -153,7 +156,8 @@ def load_table(
                 record_columns.append(value)
         create_records_table(backend, stage, dataset_id, record_columns)
         backend.drop_table(stage)
-        options = {"delimiter": sep, "item_separator": item_separator, "id_column": id_column}
+        options = {"delimiter": sep, "item_separator": item_separator, "id_column": id_column,
+                   "duplicate_items": duplicates}
         return register_dataset(backend, dataset_id, name, "table", str(source), n_records,
                                 options, attributes)
 

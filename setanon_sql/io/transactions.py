@@ -75,6 +75,7 @@ def load_transactions(
                     f"{path} line {line}: item {label!r} is not an integer, as {fmt.upper()} "
                     "items are; use --format labels for text items"
                 )
+        duplicates = int(backend.scalar("duplicate_tokens", tables={"tokens": tokens}))
         attribute = build_item_attribute(backend, dataset_id, 1, "items", tokens)
         if attribute.n_distinct == 0:
             raise InputError(f"transaction file {path} has {n_records} lines but no items")
@@ -86,5 +87,5 @@ def load_transactions(
         backend.drop_table(tokens)
         return register_dataset(
             backend, dataset_id, name, "transactions", str(source), n_records,
-            {"format": fmt}, [attribute],
+            {"format": fmt, "duplicate_items": {"items": duplicates}}, [attribute],
         )
