@@ -1,17 +1,19 @@
-"""Pieces of --model rho that need no database: N_s bounds, Cost(T), ρ as a fraction."""
+"""Pieces of --model rho: N_s bounds (the SQL expression, in DuckDB in memory), Cost(T), ρ as a
+fraction."""
 
 from __future__ import annotations
 
 from fractions import Fraction
-from math import ceil
 
 import pytest
+from sqlglot import exp
 
+from setanon_sql.api import open_database
 from setanon_sql.errors import UsageError
 from setanon_sql.models.rho.dnc import cost
 from setanon_sql.models.rho.params import parse_params
-from setanon_sql.models.rho.qids import subset_rows
-from setanon_sql.models.rho.suppression import rho_fraction
+from setanon_sql.models.rho.qids import placeholder, subset_rows
+from setanon_sql.models.rho.suppression import rho_fraction, suppression_number
 
 
 def test_rho_is_an_exact_fraction() -> None:
@@ -19,14 +21,27 @@ def test_rho_is_an_exact_fraction() -> None:
     assert rho_fraction("0.3") == Fraction(3, 10)
 
 
-@pytest.mark.parametrize(("sx", "sq"), [(1, 1), (5, 6), (9, 10), (30, 31), (7, 8)])
-def test_suppression_numbers_of_def_1_make_the_rule_safe_and_are_least(sx: int, sq: int) -> None:
-    rho = Fraction(7, 10)
-    k_e = ceil(sx - rho * sq)
-    k_q = ceil((sx - rho * sq) / (1 - rho))
-    assert sx - k_e <= rho * sq and not sx - (k_e - 1) <= rho * sq
-    assert sx - k_q <= rho * (sq - k_q) and not sx - (k_q - 1) <= rho * (sq - k_q + 1)
-    assert k_e <= k_q <= sx
+@pytest.mark.parametrize("rho", [Fraction(7, 10), Fraction(1, 2), Fraction(1, 3)])
+@pytest.mark.parametrize(("sx", "sq"), [(1, 1), (5, 6), (9, 10), (30, 31), (7, 8), (3, 10),
+                                        (40, 45), (12, 12)])
+def test_suppression_numbers_are_the_least_that_make_the_rule_safe(sx: int, sq: int,
+                                                                   rho: Fraction) -> None:
+    """The package's N_s (Def. 1), evaluated in SQL, against the least k found by trying every
+    k in exact fractions: suppressing k occurrences of e leaves (sx - k) / sq; of an item of q,
+    (sx - k) / (sq - k) (a rule whose q vanishes is safe)."""
+    db = open_database("duckdb:///:memory:")
+    try:
+        rule = exp.select(exp.Literal.number(sx).as_("sx"),
+                          exp.Literal.number(sq).as_("sq")).subquery("r")
+        bound = {"num": rho.numerator, "den": rho.denominator}
+        of_e = db.scalar(exp.select(suppression_number(placeholder("den"))).from_(rule), bound)
+        of_q = db.scalar(exp.select(suppression_number(placeholder("den") - placeholder("num")))
+                         .from_(rule.copy()), bound)
+    finally:
+        db.close()
+    least_e = next(k for k in range(sx + 1) if Fraction(sx - k, sq) <= rho)
+    least_q = next(k for k in range(sx + 1) if k == sq or Fraction(sx - k, sq - k) <= rho)
+    assert (max(int(of_e), 0), max(int(of_q), 0)) == (least_e, least_q)
 
 
 def test_cost_of_eq_6() -> None:
