@@ -54,12 +54,12 @@ def _column_types(backend: Backend, schema: str, table: str, option: str,
     return types
 
 
-def _sort_key(backend: Backend, column: exp.Expression, data_type: str) -> exp.Expression:
+def _sort_key(backend: Backend, column: exp.Expr, data_type: str) -> exp.Expr:
     text = any(word in data_type.lower() for word in _TEXT_TYPES)
     return backend.binary_sort_key(column) if text else column
 
 
-def _as_text(expression: exp.Expression) -> exp.Expression:
+def _as_text(expression: exp.Expr) -> exp.Expr:
     return exp.cast(expression, exp.DataType.build("TEXT"))
 
 
@@ -92,7 +92,7 @@ def attach(
         rec_types = _column_types(backend, rec_schema, rec_name, "--records-table",
                                   [record_column, *(qi or [])])
         header += [c for c in rec_types if c != record_column and (qi is None or c in qi)]
-        source: exp.Expression = qualified_table(rec_schema, rec_name, "t")
+        source: exp.Expr = qualified_table(rec_schema, rec_name, "t")
         key_type = rec_types[record_column]
     else:
         source = exp.select(record).distinct().from_(items_source.copy()).where(

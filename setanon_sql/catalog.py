@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlglot import exp
+
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import NotFoundError, UsageError
 from setanon_sql.names import dict_table, items_table, qi_column, records_table
@@ -106,7 +108,7 @@ def check_dataset_name(name: str) -> str:
     return name
 
 
-def _tables(backend: Backend, *names: str) -> dict:
+def _tables(backend: Backend, *names: str) -> dict[str, exp.Table]:
     return backend.catalog_tables(*names)
 
 

@@ -29,7 +29,7 @@ class Migration:
     name: str
     path: Path
 
-    def statements(self) -> list[exp.Expression]:
+    def statements(self) -> list[exp.Expr]:
         text = self.path.read_text(encoding="utf-8")
         return [tree for tree in sqlglot.parse(text, read=CANONICAL_DIALECT) if tree is not None]
 
@@ -60,7 +60,7 @@ def applied_versions(backend: Backend) -> list[int]:
     return [int(version) for version, _ in rows]
 
 
-def _qualify(backend: Backend, tree: exp.Expression) -> exp.Expression:
+def _qualify(backend: Backend, tree: exp.Expr) -> exp.Expr:
     names = {table.name for table in tree.find_all(exp.Table) if not table.args.get("db")}
     return bind_tables(tree, {name: backend.table(name) for name in names})
 

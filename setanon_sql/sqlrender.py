@@ -68,7 +68,7 @@ def statements() -> dict[str, Statement]:
 
 
 @cache
-def parsed(name: str) -> exp.Expression:
+def parsed(name: str) -> exp.Expr:
     """The canonical statement ``name`` as a sqlglot tree (parsed once; never mutate it)."""
     try:
         statement = statements()[name]
@@ -100,7 +100,7 @@ def with_alias(table: exp.Table, alias: str) -> exp.Table:
 TableBinding = Mapping[str, exp.Table]
 
 
-def bind_tables(tree: exp.Expression, tables: TableBinding) -> exp.Expression:
+def bind_tables(tree: exp.Expr, tables: TableBinding) -> exp.Expr:
     """Replace logical table names in ``tree`` by real tables; returns a new tree.
 
     Every unqualified table that is not a CTE must be bound: a forgotten binding is a programming
@@ -108,7 +108,7 @@ def bind_tables(tree: exp.Expression, tables: TableBinding) -> exp.Expression:
     """
     cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
 
-    def replace(node: exp.Expression) -> exp.Expression:
+    def replace(node: exp.Expr) -> exp.Expr:
         if not isinstance(node, exp.Table) or node.args.get("db") or not node.name:
             return node
         if node.name in cte_names:
@@ -128,7 +128,7 @@ def bind_tables(tree: exp.Expression, tables: TableBinding) -> exp.Expression:
     return tree.copy().transform(replace, copy=False)
 
 
-def to_sql(tree: exp.Expression, dialect: str) -> str:
+def to_sql(tree: exp.Expr, dialect: str) -> str:
     """Generate ``tree`` in ``dialect``, turning sqlglot failures into our own error."""
     try:
         return tree.sql(dialect=dialect, unsupported_level=sqlglot.ErrorLevel.RAISE)
@@ -156,7 +156,7 @@ def _render_named(name: str, dialect: str, frozen: tuple[tuple[str, str], ...]) 
 
 
 def render(
-    statement: str | exp.Expression, dialect: str, tables: TableBinding | None = None
+    statement: str | exp.Expr, dialect: str, tables: TableBinding | None = None
 ) -> str:
     """Render a named statement or a sqlglot expression for ``dialect``.
 

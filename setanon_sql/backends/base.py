@@ -23,7 +23,7 @@ from setanon_sql.sqlrender import TableBinding, identifier, qualified_table
 
 Params = Mapping[str, Any] | None
 Rows = list[tuple[Any, ...]]
-Statement = str | exp.Expression
+Statement = str | exp.Expr
 _HEX_DIGITS = "0123456789abcdef"
 
 
@@ -190,17 +190,17 @@ class Backend(ABC):
         self, body: str, path: Path, delimiter: str, header: bool, quoted: bool, params: Params
     ) -> None: ...
 
-    def binary_sort_key(self, value: exp.Expression) -> exp.Expression:
+    def binary_sort_key(self, value: exp.Expr) -> exp.Expr:
         """``value`` ordered byte-wise, independent of the database's locale."""
         return value
 
-    def hex_prefix_value(self, digest: exp.Expression) -> exp.Expression:
+    def hex_prefix_value(self, digest: exp.Expr) -> exp.Expr:
         """The first 8 hex digits of an md5 ``digest`` as a BIGINT in [0, 2^32).
 
         Every backend must give the same number (the samplers' draws are the same everywhere).
         Portable default: each digit's position in '0123456789abcdef', weighted by 16^(7-i).
         """
-        value: exp.Expression | None = None
+        value: exp.Expr | None = None
         for i in range(8):
             digit = exp.Sub(this=exp.StrPosition(
                 this=exp.Literal.string(_HEX_DIGITS),
@@ -224,7 +224,7 @@ class Backend(ABC):
         """
 
     # ---- in-place work on the user's tables -------------------------------------------------
-    def row_locator(self) -> exp.Expression:
+    def row_locator(self) -> exp.Expr:
         """The engine's physical row id, stable inside one transaction.
 
         Undo uses it to pick exactly one of several identical rows; it is never stored across

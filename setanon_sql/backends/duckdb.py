@@ -313,7 +313,7 @@ class DuckDBBackend(Backend):
         )
         self.execute(f"COPY ({body}) TO {_literal(str(path))} ({options})", params)
 
-    def row_locator(self) -> exp.Expression:
+    def row_locator(self) -> exp.Expr:
         return exp.column("rowid")
 
     def close(self) -> None:

@@ -51,14 +51,14 @@ def check_privileges(backend: Backend, *tables: UserTable | None) -> None:
 
 
 
-def _pair_match(table: UserTable) -> exp.Expression:
+def _pair_match(table: UserTable) -> exp.Expr:
     """The user's row ``t`` is the original (record, item) pair of plan row ``p``."""
     return exp.and_(p("key_text").eq(table.as_text(table.key)),
                     p("old_label").eq(table.as_text(table.item or table.key)))
 
 
 
-def _values(plan_table: exp.Table, column: str, where: exp.Expression) -> exp.Select:
+def _values(plan_table: exp.Table, column: str, where: exp.Expr) -> exp.Select:
     return exp.select(p(column).as_("v")).from_(plan_table.as_("p")).where(where)
 
 
@@ -81,9 +81,9 @@ def check_writable(backend: Backend, plan: Plan) -> None:
                        backend, "values")
 
 
-def _backup(backend: Backend, table: UserTable, source: exp.Expression, target: exp.Table,
-            on: exp.Expression, extra: list[exp.Expression], where: exp.Expression | None,
-            order: list[exp.Expression]) -> None:
+def _backup(backend: Backend, table: UserTable, source: exp.Expr, target: exp.Table,
+            on: exp.Expr, extra: list[exp.Expr], where: exp.Expr | None,
+            order: list[exp.Expr]) -> None:
     """Copy the rows about to change, every column typed as it is (u1..uN), plus plan columns.
 
     ``source`` is the plan (aliased ``p``) the user's rows ``t`` are joined to ``on``.

@@ -110,6 +110,7 @@ def check_in_sync(backend: Backend, dataset: Dataset, items: UserTable,
     A plan computed from the attached copy would leave rows added since then unprotected.
     """
     attribute = dataset.set_attributes[0]
+    assert items.item is not None  # an attached items table names its item column
     pairs = (exp.select(items.as_text(items.key).as_("key_text"),
                         items.as_text(items.item).as_("label"))
              .distinct().from_(items.table("t")).subquery("u"))
@@ -149,6 +150,7 @@ def check_in_sync(backend: Backend, dataset: Dataset, items: UserTable,
 def affected_rows(backend: Backend, plan: Plan) -> dict[str, int]:
     """How many of the user's item rows each action touches (duplicates counted)."""
     items = plan.items
+    assert items.item is not None
     query = (exp.select(exp.column("action", table="p"), exp.func("count", exp.Star()))
              .from_(items.table("t"))
              .join(plan.pairs.as_("p"), on=exp.and_(

@@ -16,21 +16,21 @@ def p(column: str) -> exp.Column:
     return exp.column(column, table="p")
 
 
-def actions(*names: str) -> exp.Expression:
+def actions(*names: str) -> exp.Expr:
     """``p.action IN (...)``."""
     return p("action").isin(*(exp.Literal.string(a) for a in names))
 
 
 def delete_where(backend: Backend, table: UserTable, plan_table: exp.Table,
-                 match: exp.Expression) -> None:
+                 match: exp.Expr) -> None:
     """Delete the user's rows ``t`` that some plan row ``p`` matches."""
     exists = exp.Exists(this=exp.select(exp.Literal.number(1)).from_(plan_table.as_("p"))
                         .where(match))
     backend.run(exp.Delete(this=table.table("t"), where=exp.Where(this=exists)))
 
 
-def update_from(backend: Backend, table: UserTable, source: exp.Expression,
-                sets: dict[str, exp.Expression], where: exp.Expression) -> None:
+def update_from(backend: Backend, table: UserTable, source: exp.Expr,
+                sets: dict[str, exp.Expr], where: exp.Expr) -> None:
     """``UPDATE t SET ... FROM source WHERE where`` (``source`` carries its alias)."""
     backend.run(exp.Update(
         this=table.table("t"),
@@ -42,5 +42,5 @@ def update_from(backend: Backend, table: UserTable, source: exp.Expression,
 def insert_into(backend: Backend, table: UserTable, columns: list[str],
                 query: exp.Select) -> None:
     """``INSERT INTO table (columns) query``."""
-    backend.run(exp.insert(query, exp.Schema(this=table.table(), expressions=[
-        exp.to_identifier(c, quoted=True) for c in columns])))
+    backend.run(exp.Insert(this=exp.Schema(this=table.table(), expressions=[
+        exp.to_identifier(c, quoted=True) for c in columns]), expression=query))

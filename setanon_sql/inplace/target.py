@@ -48,19 +48,19 @@ class UserTable:
     def col(self, column: str, alias: str = "t") -> exp.Column:
         return exp.column(column, table=alias, quoted=True)
 
-    def as_text(self, column: str, alias: str = "t") -> exp.Expression:
+    def as_text(self, column: str, alias: str = "t") -> exp.Expr:
         return exp.cast(self.col(column, alias), TEXT)
 
     def other_columns(self) -> list[str]:
         return [c for c, _ in self.columns if c not in (self.key, self.item)]
 
-    def fingerprint(self, alias: str = "t") -> exp.Expression:
+    def fingerprint(self, alias: str = "t") -> exp.Expr:
         """md5 of every column but key and item, each as NULL or length-prefixed text.
 
         Rows that agree on it are interchangeable for undo; length prefixes keep ('a', 'bc')
         apart from ('ab', 'c').
         """
-        parts: list[exp.Expression] = [exp.Literal.string("")]
+        parts: list[exp.Expr] = [exp.Literal.string("")]
         for column in self.other_columns():
             text = self.as_text(column, alias)
             encoded = exp.Case(
@@ -87,7 +87,7 @@ def value_kind(data_type: str) -> str | None:
     return None
 
 
-def typed(value: exp.Expression, data_type: str) -> exp.Expression:
+def typed(value: exp.Expr, data_type: str) -> exp.Expr:
     """A text ``value`` as something a column of ``data_type`` accepts (see ``value_kind``)."""
     kind = value_kind(data_type)
     if kind == "text":

@@ -121,8 +121,8 @@ def _reinsert(backend: Backend, table: UserTable, backup: exp.Table,
 def _revert_records(backend: Backend, dataset: Dataset, records: UserTable,
                     backup: exp.Table) -> None:
     numbers = {c: n for n, (c, _) in enumerate(records.columns, start=1)}
-    sets = {a.name: p(f"u{numbers[a.name]}") for a in dataset.single_attributes
-            if a.role != "id"}
+    sets: dict[str, exp.Expr] = {a.name: p(f"u{numbers[a.name]}")
+                                 for a in dataset.single_attributes if a.role != "id"}
     if sets:
         update_from(backend, records, backup.as_("p"), sets,
                     exp.and_(actions("generalize"), p("key_text").eq(records.as_text(records.key))))

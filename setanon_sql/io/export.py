@@ -29,7 +29,9 @@ def _fimi_query(backend: Backend, view: Published, attr_no: int) -> exp.Select:
     # line and the output aligns with the input.
     tables = {"records": backend.table(view.dataset.records_table), "published": view.records,
               "items": view.items[attr_no], "dict": view.dicts[attr_no]}
-    return bind_tables(parsed("export_fimi_lines"), tables)
+    query = bind_tables(parsed("export_fimi_lines"), tables)
+    assert isinstance(query, exp.Select)
+    return query
 
 
 def _set_cells(view: Published, attr_no: int, separator: str) -> exp.Select:
@@ -65,7 +67,7 @@ def _table_query(view: Published, dataset: Dataset) -> tuple[exp.Select, list[st
                 join_type="left",
                 on=exp.column("record_id", table=alias).eq(exp.column("record_id", table="r")),
             )
-            value: exp.Expression = exp.column("v", table=alias)
+            value: exp.Expr = exp.column("v", table=alias)
         else:
             value = exp.column(qi_column(attribute.attr_no), table="r")
         query = query.select(value.as_(qi_column(attribute.attr_no)))
@@ -132,4 +134,5 @@ def _export_mapping(backend: Backend, view: Published, dataset: Dataset, column:
     query = bind_tables(parsed("export_mapping"), {"map": view.maps[attr_no],
                                                    "dict": backend.table(
                                                        dataset.dict_table(attribute))})
+    assert isinstance(query, exp.Select)
     backend.copy_to_file(query, target, "\t", None, quoted=False)

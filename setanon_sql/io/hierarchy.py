@@ -7,7 +7,9 @@ one depth), and every value of the data is a leaf. A hierarchy is named ``<datas
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -80,7 +82,8 @@ def drop_hierarchy(backend: Backend, hierarchy_id: int) -> None:
     backend.run("hierarchy_delete", {"hierarchy_id": hierarchy_id}, tables)
 
 
-def _fail_on_rows(rows: list[tuple], path: str, describe) -> None:
+def _fail_on_rows(rows: list[tuple[Any, ...]], path: str,
+                  describe: Callable[[tuple[Any, ...]], str]) -> None:
     if rows:
         listed = "; ".join(describe(row) for row in rows)
         raise InputError(f"hierarchy file {path}: {listed}")

@@ -51,7 +51,8 @@ def published(backend: Backend, dataset: Dataset, run: Run) -> Published:
     of two columns) are the loaded ones, as its model defines.
     """
     view = loaded(backend, dataset)
-    records, items, dicts, maps = view.records, dict(view.items), dict(view.dicts), {}
+    records, items, dicts = view.records, dict(view.items), dict(view.dicts)
+    maps: dict[int, exp.Table] = {}
     existing = set(backend.table_names(run_table(run.run_id, "x")[:-1]))
     found = False
     if run_table(run.run_id, "records") in existing:

@@ -44,13 +44,13 @@ def check_ids(backend: Backend, lines: exp.Table, id_column: str,
 def single_valued_attribute(
     backend: Backend, stage: exp.Table, attr_no: int, name: str, role: str,
     where: Callable[[int], str],
-) -> tuple[Attribute, exp.Expression]:
+) -> tuple[Attribute, exp.Expr]:
     """Check and type one single-valued column; returns it and its records-table expression."""
     lines = column_lines(backend, stage, attr_no)
     if role == "id":
         check_ids(backend, lines, name, where)
     integer = bool(backend.scalar("column_is_integer", tables={"lines": lines}))
-    value: exp.Expression = exp.column(f"c{attr_no}")
+    value: exp.Expr = exp.column(f"c{attr_no}")
     if integer:
         value = exp.cast(value, exp.DataType.build("BIGINT"))
     n_distinct = int(backend.scalar("count_distinct_values", tables={"lines": lines}))
@@ -60,7 +60,7 @@ def single_valued_attribute(
 
 
 def create_records_table(
-    backend: Backend, stage: exp.Table, dataset_id: int, columns: Sequence[exp.Expression]
+    backend: Backend, stage: exp.Table, dataset_id: int, columns: Sequence[exp.Expr]
 ) -> None:
     """``records(record_id, position, ...)``: the staged row number is both id and position."""
     records = backend.table(records_table(dataset_id))

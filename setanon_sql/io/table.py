@@ -128,7 +128,7 @@ def load_table(
         if n_records == 0:
             raise InputError(f"table file {source} has a header but no records")
         attributes: list[Attribute] = []
-        record_columns: list[exp.Expression] = []
+        record_columns: list[exp.Expr] = []
         duplicates: dict[str, int] = {}
 
         def where(pos: int) -> str:
@@ -138,6 +138,7 @@ def load_table(
             if role == "set":
                 lines = column_lines(backend, stage, attr_no)
                 tokens = backend.table(staging_table("tokens"))
+                params: dict[str, object]
                 if item_separator == " ":
                     statement, params = "tokens_from_blank_separated", {"spmf": False}
                 else:

@@ -104,8 +104,10 @@ def util_mining_tables(backend: Backend, table: TableFn, items: exp.Table, pub: 
                        max_size: int = 10) -> dict[str, float | int]:
     """1 - |R_D and R_D'| / |R_D or R_D'| (eq. 12) with the two rule sets' sizes."""
     min_count = max(1, math.ceil(minsup * n_records))
-    sides = [frequent_itemsets(backend, lambda purpose, side=side: table(f"{side}{purpose}"),
-                               source, min_count, max_size)
+    def side_tables(side: str) -> TableFn:
+        return lambda purpose: table(f"{side}{purpose}")
+
+    sides = [frequent_itemsets(backend, side_tables(side), source, min_count, max_size)
              for side, source in (("a", items), ("b", pub))]
     width = max(1, *(len(side) for side in sides))
     sets = []

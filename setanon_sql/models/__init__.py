@@ -69,7 +69,8 @@ def require_model(name: str) -> Model:
             f"implemented models: {', '.join(available) or 'none yet'}. All models:\n"
             f"{describe_models()}"
         )
-    return importlib.import_module(info.module).MODEL
+    model: Model = importlib.import_module(info.module).MODEL
+    return model
 
 
 def model_params(model: Model, args: list[str]) -> dict[str, Any]:

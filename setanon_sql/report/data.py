@@ -45,7 +45,7 @@ def record_lengths(backend: Backend, view: Published, attr_no: int) -> list[list
 
 
 def unicity(backend: Backend, view: Published, attr_no: int, lengths: list[list[int]]
-            ) -> list[dict]:
+            ) -> list[dict[str, Any]]:
     """Exact unicity for ℓ = 1, 2: share of distinct ℓ-itemsets of support 1 and of records
     holding one (a record an adversary knowing ℓ of its items singles out).
 
@@ -95,8 +95,8 @@ def item_changes(backend: Backend, before: Published, after: Published, attr_no:
         "pub_items": after.items[attr_no], "pub_records": after.records,
         "pub_dict": after.dicts[attr_no],
     })
-    totals = {"before": 0, "kept": 0, "removed": 0, "added": 0, "labels_removed": 0,
-              "labels_added": 0}
+    totals: dict[str, float] = {"before": 0, "kept": 0, "removed": 0, "added": 0,
+                                "labels_removed": 0, "labels_added": 0}
     changed = []
     for (label, n_before, n_kept, n_removed, n_added, *all_counts) in rows:
         totals = dict(zip(totals, (int(v) for v in all_counts), strict=True))
@@ -123,7 +123,7 @@ def class_sizes(backend: Backend, run: Run) -> list[list[int]] | None:
 
 
 def report_data(backend: Backend, dataset: Dataset, run: Run | None,
-                original: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+                original: dict[Any, Any] | None = None) -> dict[str, Any]:
     """All plotted aggregates of ``dataset`` as loaded and, with ``run``, as published.
 
     ``original`` (attr_no -> version data of the loaded data) lets a trade-off view compute the

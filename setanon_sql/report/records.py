@@ -27,7 +27,7 @@ def column_changes(backend: Backend, dataset: Dataset, before: Published,
     for attribute in (a for a in dataset.single_attributes if a.role == "qi"):
         old = exp.cast(exp.column(attribute.column, table="b"), _TEXT)
         new = exp.cast(exp.column(attribute.column, table="a"), _TEXT)
-        changed = exp.func("count", exp.Star())
+        changed: exp.Expr = exp.func("count", exp.Star())
         changed = exp.Filter(this=changed, expression=exp.Where(this=exp.NullSafeEQ(
             this=old, expression=new).not_()))
         query = (exp.select(exp.func("count", exp.Star()), changed,
@@ -53,7 +53,7 @@ def record_classes(backend: Backend, dataset: Dataset, view: Published) -> list[
     are compared as their sorted item ids joined into one text per record.
     """
     records = with_alias(view.records, "r")
-    keys: list[exp.Expression] = [exp.column(a.column, table="r")
+    keys: list[exp.Expr] = [exp.column(a.column, table="r")
                                   for a in dataset.single_attributes if a.role == "qi"]
     query = exp.select(exp.func("count", exp.Star()).as_("class_size")).from_(records)
     for attribute in dataset.set_attributes:

@@ -93,7 +93,8 @@ def tradeoff_data(backend: Backend, dataset: Dataset, runs: Sequence[Run],
     original = {a.attr_no: version_data(backend, loaded, a.attr_no)
                 for a in dataset.set_attributes}
     axis = privacy_axis(runs)
-    entries, curves = [], {}
+    entries: list[dict[str, Any]] = []
+    curves: dict[str, dict[str, Any]] = {}
     for (run, outcome), x in zip(checked, axis["values"], strict=True):
         data = report_data(backend, dataset, run, original)
         figures = {figure_name(k): v for k, v in numeric_figures(run.figures).items()}

@@ -82,7 +82,7 @@ def upper_bound(x: int, n: int, delta: float) -> float:
     if x == n:
         return 1.0
     if x == 0:
-        return 1.0 - delta ** (1.0 / n)
+        return 1.0 - float(delta ** (1.0 / n))
     return _bisect(True, x, n, delta, upper=True)
 
 
@@ -92,7 +92,7 @@ def lower_bound(x: int, n: int, delta: float) -> float:
     if x == 0:
         return 0.0
     if x == n:
-        return delta ** (1.0 / n)
+        return float(delta ** (1.0 / n))
     return _bisect(False, x, n, delta, upper=False)
 
 

@@ -57,7 +57,7 @@ def _has_nulls(backend: Backend, dataset: Dataset, qi: QI) -> bool:
 def _track(work: Work, active: list[QI]) -> None:
     """qis(qi): the QIs whose fresh classes are still kept (the active ones, QI*)."""
     rows = [exp.select(exp.cast(exp.convert(qi.no), BIGINT).as_("qi")) for qi in active]
-    query = rows[0]
+    query: exp.Query = rows[0]
     for row in rows[1:]:
         query = exp.union(query, row, distinct=False)
     work.build("qis", query)

@@ -31,15 +31,15 @@ SETS = ((8, "diagnoses", 2000, 8, 3.0), (9, "drugs", 1500, 10, 2.5))
 CLAIM_TYPES = ("inpatient", "outpatient", "dental", "pharmacy")
 
 
-def _num(value: int | float) -> exp.Expression:
+def _num(value: int | float) -> exp.Expr:
     return exp.Literal.number(value)
 
 
-def _mod(value: exp.Expression, modulus: int) -> exp.Expression:
+def _mod(value: exp.Expr, modulus: int) -> exp.Expr:
     return exp.func("mod", value, _num(modulus))
 
 
-def _hash(key: exp.Expression, seed: int, salt: int) -> exp.Expression:
+def _hash(key: exp.Expr, seed: int, salt: int) -> exp.Expr:
     """An integer in [0, 2^31) from (seed, key, salt): two multiply-mod mixing rounds that stay
     inside BIGINT on every engine (key < 2^31: at most 100M records of 16 items)."""
     mixed = _mod(exp.Paren(this=key * _num(2654435761) + _num((seed * 1000003 + salt) * 40503
@@ -48,12 +48,12 @@ def _hash(key: exp.Expression, seed: int, salt: int) -> exp.Expression:
     return _mod(exp.Paren(this=mixed * _num(69069) + _num(salt * 7919 + 1)), 2147483648)
 
 
-def _uniform(key: exp.Expression, seed: int, salt: int) -> exp.Expression:
+def _uniform(key: exp.Expr, seed: int, salt: int) -> exp.Expr:
     """A double in [0, 1)."""
     return exp.cast(_hash(key, seed, salt), DOUBLE) / _num(2147483648.0)
 
 
-def _below(key: exp.Expression, seed: int, salt: int, n: int, skew: float = 1.0) -> exp.Expression:
+def _below(key: exp.Expr, seed: int, salt: int, n: int, skew: float = 1.0) -> exp.Expr:
     """An integer in [0, n), skewed towards 0 for skew > 1."""
     u = _uniform(key, seed, salt)
     if skew != 1.0:

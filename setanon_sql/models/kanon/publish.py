@@ -20,7 +20,7 @@ from setanon_sql.runs import RunContext
 TEXT = exp.DataType.build("TEXT")
 
 
-def interval_label(lo: exp.Expression, hi: exp.Expression) -> exp.Expression:
+def interval_label(lo: exp.Expr, hi: exp.Expr) -> exp.Expr:
     """``[lo-hi]``, or the value itself when the interval holds one value."""
     text = exp.DPipe(this=exp.DPipe(this=exp.DPipe(this=exp.DPipe(
         this=exp.Literal.string("["), expression=exp.cast(lo, TEXT)),
@@ -39,10 +39,9 @@ def publish(result: Anonymization, dataset: Dataset, context: RunContext) -> Non
     context.set_phase("publish")
     work, backend = result.work, result.work.backend
     kinds = {qi.no: qi for qi in result.plan.qis}
-    for qi in result.plan.qis:
-        if qi.kind == "numeric":
-            work.build(f"b{qi.no}", "kanon_tight_bounds",
-                       tables={"state": work["state"], "val": work[f"v{qi.no}"]})
+    for numeric in (q for q in result.plan.qis if q.kind == "numeric"):
+        work.build(f"b{numeric.no}", "kanon_tight_bounds",
+                   tables={"state": work["state"], "val": work[f"v{numeric.no}"]})
     query = (exp.select(exp.column("record_id", table="r"), exp.column("position", table="r"))
              .from_(backend.table(dataset.records_table, "r"))
              .join(work["state"].as_("s"), on="s.record_id = r.record_id"))

@@ -19,7 +19,7 @@ TEXT = exp.DataType.build("TEXT")
 BIGINT = exp.DataType.build("BIGINT")
 
 
-def _one(value: int) -> exp.Expression:
+def _one(value: int) -> exp.Expr:
     return exp.cast(exp.Literal.number(value), BIGINT)
 
 
@@ -36,7 +36,7 @@ def init_numeric(work: Work, dataset: Dataset, qi: QI) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
-def _flat_nodes(backend: Backend, dataset: Dataset, qi: QI) -> exp.Select:
+def _flat_nodes(backend: Backend, dataset: Dataset, qi: QI) -> exp.Query:
     """Root '*' (node 0) over one leaf per distinct value (NULL included, ordered last)."""
     column = exp.column(qi.attribute.column)
     distinct = (exp.select(column.as_("c")).distinct()

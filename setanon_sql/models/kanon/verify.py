@@ -22,7 +22,7 @@ from setanon_sql.names import qi_column, staging_table
 TEXT = exp.DataType.build("TEXT")
 
 
-def _set_key(items: exp.Table, alias: str) -> exp.Select:
+def _set_key(items: exp.Table, alias: str) -> exp.Subquery:
     """(record_id, v): the record's published item ids as one comparable string."""
     item = exp.column("item_id")
     joined = exp.GroupConcat(this=exp.Order(this=exp.cast(item, TEXT),
@@ -36,7 +36,7 @@ def group_sizes(backend: Backend, view: Any, qis: tuple[QI, ...], k: int) -> tup
     """(number of QI combinations, smallest group, records in groups smaller than k)."""
     query = exp.select(exp.func("count", exp.Star()).as_("cnt")).from_(
         view.records.copy().as_("r"))
-    keys: list[exp.Expression] = []
+    keys: list[exp.Expr] = []
     for qi in qis:
         if qi.kind == "set":
             alias = f"s{qi.no}"

@@ -9,6 +9,7 @@ measure utility; the table naming, <R, D>, the round bookkeeping and publishing 
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ class CutSearch(ABC):
 
     @property
     @abstractmethod
-    def fixed(self) -> dict[str, exp.Table]:
+    def fixed(self) -> builtins.dict[str, exp.Table]:
         """The tables that stay while the cut changes (dropped with it at the end)."""
 
     @abstractmethod
@@ -58,7 +59,7 @@ class CutSearch(ABC):
         """Why a round found nothing to merge while itemsets still violate ``k``."""
 
     @abstractmethod
-    def figures(self) -> dict[str, float | int]:
+    def figures(self) -> builtins.dict[str, float | int]:
         """Utility of the current cut: NCP, generalized share, published labels."""
 
     @abstractmethod
@@ -93,7 +94,7 @@ class CutSearch(ABC):
         return merges
 
     def _publish_with(self, attr_no: int, pubid_statement: str,
-                      pubid_tables: dict[str, exp.Table]) -> None:
+                      pubid_tables: builtins.dict[str, exp.Table]) -> None:
         """Number the published labels by ``pubid_statement``, then write map_, dict_ and
         items_ of the run: one statement each."""
         b = self.backend

@@ -9,6 +9,7 @@ items of the data are left out (a part must be connected through items of the da
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from sqlglot import exp
 
@@ -19,14 +20,14 @@ from setanon_sql.io.files import readable_file
 TAB = "\t"
 
 
-def _fail_on_lines(rows: list[tuple], path: str, expected: str) -> None:
+def _fail_on_lines(rows: list[tuple[Any, ...]], path: str, expected: str) -> None:
     if rows:
         shown = ", ".join(str(row[0]) for row in rows)
         raise InputError(f"{path}: {rows[0][1]} line(s) are not '{expected}', first on line(s) "
                          f"{shown}")
 
 
-def _fail_on_missing(rows: list[tuple], path: str, what: str) -> None:
+def _fail_on_missing(rows: list[tuple[Any, ...]], path: str, what: str) -> None:
     if rows:
         shown = ", ".join(repr(row[0]) for row in rows)
         raise InputError(f"{path} misses {rows[0][1]} item(s) of the data, first: {shown}; "

@@ -149,7 +149,7 @@ class McmcSampler:
         limit = self.max_steps if cap is None else min(cap, self.max_steps)
         limit = max(limit, min(self.first_check, self.max_steps))
         round_ = self._round()
-        done, checks = -1, []
+        done, checks = -1, list[Any]()
         target = min(self.first_check, limit)
         while True:
             self._segment(ell, chains, nu, round_, done + 1, target)

@@ -6,6 +6,7 @@ as a comma-separated list of m values or a single value for every ℓ.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,8 @@ class KmParams:
         return not all(self.exact_at(ell) for ell in range(1, self.m + 1))
 
 
-def _per_size(text: Any, m: int, name: str, convert) -> tuple:
+def _per_size(text: Any, m: int, name: str,
+              convert: Callable[[str], Any]) -> tuple[Any, ...]:
     values = [text] if isinstance(text, (int, float)) else (
         list(text) if isinstance(text, (list, tuple)) else str(text).split(","))
     try:

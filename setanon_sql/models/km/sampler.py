@@ -69,22 +69,22 @@ def sampling_work(backend: Backend, items: exp.Table, ell: int, count: int) -> S
                         None if record is None else int(record), int(longest or 0))
 
 
-def uniform(backend: Backend, *parts: exp.Expression) -> exp.Expression:
+def uniform(backend: Backend, *parts: exp.Expr) -> exp.Expr:
     """A number in [0, 1) from the first 32 bits of md5 of the parts (the same on every backend)."""
     text = exp.ConcatWs(expressions=[exp.Literal.string("|"),
                                      *(exp.cast(p, "TEXT") for p in parts)])
     return hex_fraction(backend, exp.MD5(this=text))
 
 
-def hex_fraction(backend: Backend, digest: exp.Expression) -> exp.Expression:
+def hex_fraction(backend: Backend, digest: exp.Expr) -> exp.Expr:
     """The first 8 hex digits of ``digest`` as a number in [0, 1) (backend hook for the digits)."""
     return exp.Div(this=exp.cast(backend.hex_prefix_value(digest), "DOUBLE PRECISION"),
                    expression=exp.Literal.number(float(2 ** 32)))
 
 
-def binomial(n: exp.Expression, ell: int) -> exp.Expression:
+def binomial(n: exp.Expr, ell: int) -> exp.Expr:
     """C(n, ℓ) as a float: the product of (n - i) / (i + 1) for i < ℓ."""
-    value: exp.Expression = exp.Literal.number(1.0)
+    value: exp.Expr = exp.Literal.number(1.0)
     for i in range(ell):
         factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
                                        "DOUBLE PRECISION"),
@@ -93,11 +93,11 @@ def binomial(n: exp.Expression, ell: int) -> exp.Expression:
     return exp.paren(value)
 
 
-def statement(name: str, ell: int, backend: Backend) -> exp.Expression:
+def statement(name: str, ell: int, backend: Backend) -> exp.Expr:
     """Named statement ``name`` with km_uniform / km_hex / km_binomial expanded for size ``ell``
     and ``backend``."""
 
-    def expand(node: exp.Expression) -> exp.Expression:
+    def expand(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_uniform":
             return uniform(backend, *node.expressions)
         if isinstance(node, exp.Anonymous) and node.name.lower() == "km_hex":

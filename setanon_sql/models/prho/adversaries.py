@@ -145,7 +145,7 @@ def rules_query(unsafe: exp.Table, hits: exp.Table, ell: int, m: int) -> exp.Sel
     distinct = (exp.select(*qs, col("e", "u"), col("sx", "u"), col("sq", "u")).distinct()
                 .from_(with_alias(unsafe, "u"))
                 .join(pivot.subquery("p"), on=col("s", "p").eq(col("s", "u"))))
-    before = exp.Literal.number(0)
+    before: exp.Expr = exp.Literal.number(0)
     for j in range(1, m + 1):
         before = before + exp.Case().when(exp.and_(col(f"q{j}").neq(exp.Literal.number(0)),
                                                    col(f"q{j}") < col("e")),

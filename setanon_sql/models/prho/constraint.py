@@ -38,16 +38,16 @@ def threshold(probability: float) -> str:
     return "g" if bound >= 2**32 else format(bound, "08x")
 
 
-def md5_text(*parts: exp.Expression) -> exp.Expression:
+def md5_text(*parts: exp.Expr) -> exp.Expr:
     """md5(p1:p2:...) of the parts cast to text."""
-    joined: exp.Expression = exp.cast(parts[0], "TEXT")
+    joined: exp.Expr = exp.cast(parts[0], "TEXT")
     for part in parts[1:]:
         joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
                            expression=exp.cast(part, "TEXT"))
     return exp.func("md5", joined)
 
 
-def hash8(backend: Backend, *parts: exp.Expression) -> exp.Expression:
+def hash8(backend: Backend, *parts: exp.Expr) -> exp.Expr:
     """The first 8 hex digits of md5(p1:p2:...), compared byte-wise on every backend."""
     return backend.binary_sort_key(exp.Substring(this=md5_text(*parts),
                                                  start=exp.Literal.number(1),
@@ -83,8 +83,8 @@ class Constraint:
             return {}
         return {"cseed": self.seed, "t_in": threshold(self.p_in), "t_out": threshold(self.p_out)}
 
-    def member_filter(self, backend: Backend, query: exp.Select, record: exp.Expression,
-                      item: exp.Expression) -> exp.Select:
+    def member_filter(self, backend: Backend, query: exp.Select, record: exp.Expr,
+                      item: exp.Expr) -> exp.Select:
         """``query`` restricted to rows where item ∈ E_record (adds joins and a WHERE)."""
         if self.setting == "file":
             return query.join(with_alias(self.cons, "cn"), on=exp.and_(

@@ -88,7 +88,7 @@ def members_from_cur(backend: Backend, chosen: exp.Table, cur: exp.Table,
     """
     text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
             exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t1"), "TEXT")]
-    joined: exp.Expression = text[0]
+    joined: exp.Expr = text[0]
     for piece in text[1:]:
         joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
                            expression=piece)

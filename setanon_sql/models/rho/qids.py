@@ -71,8 +71,8 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
 
 
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
-                       j: int, max_q: int, x_source: exp.Expression | None = None,
-                       y_source: exp.Expression | None = None) -> exp.Select:
+                       j: int, max_q: int, x_source: exp.Expr | None = None,
+                       y_source: exp.Expr | None = None) -> exp.Select:
     """Rules whose consequent e is the j-th item of X; q is X without it.
 
     X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both

@@ -20,7 +20,7 @@ def rho_fraction(rho: float | str | Fraction) -> Fraction:
     return value.limit_denominator(10**6)
 
 
-def suppression_number(divisor: exp.Expression) -> exp.Expression:
+def suppression_number(divisor: exp.Expr) -> exp.Expr:
     """⌈(den·sup(q + {e}) - num·sup(q)) / divisor⌉: Def. 1 with ρ = num/den.
 
     Suppressing k occurrences of e makes (sx - k) / sq <= ρ: k >= sx - ρ·sq (divisor den).

@@ -98,8 +98,8 @@ def frequent_itemset_figures(backend: Backend, original: exp.Table, anonymized: 
         for s in range(len(supports)):
             for j in range(3):
                 totals[s][j] += int(row[3 * s + j])
-    for table in (*levels_o, *levels_a):
-        backend.drop_table(table)
+    for level in (*levels_o, *levels_a):
+        backend.drop_table(level)
     figures = []
     for support, count, (n_o, n_a, both) in zip(supports, counts, totals, strict=True):
         union = n_o + n_a - both
