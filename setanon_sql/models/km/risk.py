@@ -20,6 +20,7 @@ from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.names import staging_table
+from setanon_sql.workload import cap_items, check_itemset_sampling
 
 _STREAM_RISK, _STREAM_VERIFY = 900_001, 900_002
 
@@ -32,19 +33,32 @@ def _staging(purpose: str, made: dict[str, exp.Table], backend: Backend) -> exp.
 
 def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
                      epsilon: float = 0.01, delta: float = 0.01,
-                     column: str | None = None) -> list[dict[str, Any]]:
-    """Estimated share of unique ℓ-itemsets for ℓ = 1..m, each ± ``epsilon``."""
+                     column: str | None = None, max_items_per_record: int | None = None,
+                     work_limit: float | None = None) -> list[dict[str, Any]]:
+    """Estimated share of unique ℓ-itemsets for ℓ = 1..m, each ± ``epsilon``.
+
+    The work is estimated first (:mod:`setanon_sql.workload`): a record so long that its
+    itemsets would swamp the sampler is refused by name unless ``max_items_per_record`` leaves
+    out records longer than that (the estimate is then of the remaining records; each row
+    reports ``records_left_out``). ``work_limit`` overrides the machine-derived budget."""
     if m < 1:
         raise UsageError(f"--m {m}: give an itemset size >= 1")
     if not (0 < epsilon < 1 and 0 < delta < 1):
         raise UsageError("--epsilon and --delta must lie in (0, 1)")
     attribute = dataset.set_attribute(column, "setanon risk")
     made: dict[str, exp.Table] = {}
-    sampler = Sampler(backend, backend.table(dataset.items_table(attribute)),
-                      lambda p: _staging(p, made, backend), seed, _STREAM_RISK)
+    items = backend.table(dataset.items_table(attribute))
     needed = math.ceil(math.log(2 / delta) / (2 * epsilon * epsilon))
+    left_out = 0
     result = []
     try:
+        if max_items_per_record is not None:
+            left_out, _ = cap_items(backend, items, max_items_per_record,
+                                    _staging("capped", made, backend))
+            items = made["capped"]
+        check_itemset_sampling(backend, items, m, needed, work_limit)
+        sampler = Sampler(backend, items, lambda p: _staging(p, made, backend), seed,
+                          _STREAM_RISK)
         for ell in range(1, m + 1):
             samples = _staging("samples", made, backend)
             drawn = sampler.draw(ell, needed, samples)
@@ -53,7 +67,8 @@ def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
             backend.drop_table(samples)
             result.append({"size": ell, "samples": int(total),
                            "unique_share": int(unique) / int(total) if drawn else None,
-                           "error_bound": epsilon, "confidence": 1 - delta})
+                           "error_bound": epsilon, "confidence": 1 - delta,
+                           "records_left_out": left_out})
     finally:
         for table in made.values():
             backend.drop_table(table)

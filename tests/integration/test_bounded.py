@@ -1,0 +1,99 @@
+"""Bounded work (issue 21, item 6): one record far longer than the rest is refused by name
+before any heavy SQL runs, and ``max_items_per_record`` leaves it out so the step finishes
+with results that match brute-force oracles on the remaining records. Both backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql import api
+from setanon_sql.backends.base import Backend
+from setanon_sql.errors import WorkTooLargeError
+from setanon_sql.models.km.risk import estimate_unicity
+from setanon_sql.models.swap import MODEL
+from setanon_sql.runs import list_runs
+from tests.conftest import write
+from tests.integration.test_km import random_case
+from tests.integration.test_swap import category_file, random_baskets
+from tests.oracle import km_oracle
+from tests.oracle import swap_oracle as oracle
+
+HUGE = 3000
+
+
+def with_huge_record(text: str) -> tuple[str, int]:
+    """The data with one more line of HUGE distinct items (labels unused elsewhere); returns
+    the text and that record's id (its line number)."""
+    lines = text.rstrip("\n").split("\n")
+    lines.append(" ".join(str(100_000 + i) for i in range(HUGE)))
+    return "\n".join(lines) + "\n", len(lines)
+
+
+def _no_scratch(db: Backend) -> None:
+    assert list(db.table_names("tmp_")) == []
+
+
+def test_risk_refuses_the_long_record_by_name(db: Backend, tmp_path: Path) -> None:
+    data, _ = random_case(tmp_path, 4)
+    text, huge_id = with_huge_record(data.read_text())
+    dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
+    with pytest.raises(WorkTooLargeError) as refused:
+        estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001, work_limit=1e6)
+    message = str(refused.value)
+    assert f"record {huge_id} has {HUGE} items" in message
+    assert "--max-items-per-record" in message
+    _no_scratch(db)
+
+
+def test_risk_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path: Path) -> None:
+    data, _ = random_case(tmp_path, 4)
+    text, _ = with_huge_record(data.read_text())
+    dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
+    estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001,
+                                 max_items_per_record=100, work_limit=1e6)
+    rest = km_oracle.read_fimi(data)  # the data without the long record
+    for estimate in estimates:
+        assert estimate["records_left_out"] == 1
+        truth = km_oracle.unicity(rest, estimate["size"])
+        assert abs(estimate["unique_share"] - truth) <= 0.05, (estimate, truth)
+    _no_scratch(db)
+
+
+def test_swap_refuses_the_long_record_before_the_run(db: Backend, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    category_file(tmp_path / "cats.tsv")
+    text, huge_id = with_huge_record(random_baskets(1))
+    dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
+    monkeypatch.setenv("SETANON_MAX_WORK_ROWS", "1000000")  # 3000 items x 2000 partners = 6e6
+    params = {"categories": str(tmp_path / "cats.tsv"), "uncategorized": "own"}
+    with pytest.raises(WorkTooLargeError) as refused:
+        api.anonymize(db, dataset, MODEL, params, seed=1)
+    assert f"record {huge_id} has {HUGE} items" in str(refused.value)
+    assert "--max-items-per-record" in str(refused.value)
+    assert list_runs(db, dataset.name) == []  # refused before the run was recorded
+    _no_scratch(db)
+
+
+def test_swap_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    cats = category_file(tmp_path / "cats.tsv")
+    text, huge_id = with_huge_record(random_baskets(1))
+    source = write(tmp_path / "big.dat", text)
+    dataset = api.load_transactions(db, source, "big")
+    monkeypatch.setenv("SETANON_MAX_WORK_ROWS", "1000000")
+    params = {"categories": str(tmp_path / "cats.tsv"), "uncategorized": "own",
+              "fi_supports": "0.05,0.1", "max_items_per_record": 50}
+    api.anonymize(db, dataset, MODEL, params, seed=1)
+    run = api.get_run(db, dataset, "latest")
+    assert run.figures["records_over_item_cap"] == 1
+    assert run.figures["items_over_item_cap"] == HUGE
+    out = api.export_dataset(db, dataset, tmp_path / "out.dat", run=run)
+    original, published = oracle.read_fimi(source), oracle.read_fimi(out)
+    assert published.pop(huge_id) == original.pop(huge_id)  # left out: published unchanged
+    pairs = [(int(a), int(b)) for a, b in db.query(
+        exp.select("record_id", "partner_id").from_(db.table(f"r{run.run_id}_pairs")))]
+    assert pairs
+    assert oracle.check_similarity_swap(original, published, cats, pairs, run.figures) == []
