@@ -24,7 +24,6 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError, WorkTooLargeError
-from setanon_sql.models.km.sampler import statement
 
 BYTES_PER_ROW = 40
 MEMORY_CAP = 3 * 1024 ** 3
@@ -80,6 +79,9 @@ def check_itemset_sampling(backend: Backend, items: exp.Table, m: int, samples: 
                            limit: float | None = None) -> None:
     """Refuse uniform itemset sampling up to size ``m`` when the items its proposals rank,
     about ``samples`` x E_w[|r|] per size (weights C(|r|, ℓ)), exceed the budget."""
+    # Imported here: the km package imports this module (risk.py), and swap imports it first.
+    from setanon_sql.models.km.sampler import statement
+
     limit = work_limit() if limit is None else limit
     record = longest_record(backend, items)
     if record is None:

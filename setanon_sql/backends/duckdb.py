@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +21,45 @@ from setanon_sql.errors import (
     UsageError,
 )
 
+MEMORY_ENV = "SETANON_DUCKDB_MEMORY_LIMIT"
+_MEMORY_CAP = 2 * 1024 ** 3
+
+
+def machine_defaults(path: str, settings: dict[str, str]) -> tuple[dict[str, str], str | None]:
+    """``settings`` with ``memory_limit`` and ``temp_directory`` filled in from the machine.
+
+    DuckDB's own default memory limit is 80% of physical memory: one record of 100,000 items
+    took a run to 15-20 GB. Here the limit is ``SETANON_DUCKDB_MEMORY_LIMIT``, else half of
+    physical memory capped at 2 GiB (a run then spills to disk rather than growing); a
+    ``memory_limit`` in the database URL wins over both. The spill goes next to the database
+    file (``<file>.tmp``, where ``setanon runs --cleanup`` looks), or for ``:memory:`` into a
+    fresh temporary directory, returned so the backend removes it on close (DuckDB would put
+    it in ``.tmp`` under the current directory). Returns (settings, directory to remove).
+    """
+    chosen = dict(settings)
+    if "memory_limit" not in chosen:
+        given = os.environ.get(MEMORY_ENV)
+        if given:
+            chosen["memory_limit"] = given
+        else:
+            try:
+                memory = int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+            except (ValueError, OSError, AttributeError):
+                memory = 0
+            limit = min(memory // 2, _MEMORY_CAP) if memory > 0 else _MEMORY_CAP
+            chosen["memory_limit"] = f"{limit // 1024 ** 2}MiB"
+    owned = None
+    if "temp_directory" not in chosen:
+        if path in ("", ":memory:") or path.startswith(":memory:"):
+            # Named, not created: DuckDB makes it only when it spills, so a failed connect
+            # leaves nothing behind.
+            owned = str(Path(tempfile.gettempdir())
+                        / f"setanon-duckdb-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            chosen["temp_directory"] = owned
+        else:
+            chosen["temp_directory"] = f"{path}.tmp"
+    return chosen, owned
+
 
 def _literal(value: str) -> str:
     return exp.Literal.string(value).sql(dialect="duckdb")
@@ -31,8 +74,9 @@ class DuckDBBackend(Backend):
     def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None) -> None:
         super().__init__(f"duckdb:///{path}", schema)
         self.path = path
+        config, self._owned_temp = machine_defaults(path, dict(settings or {}))
         try:
-            self._con = duckdb.connect(path, config=dict(settings or {}))
+            self._con = duckdb.connect(path, config=dict(config))
         except duckdb.IOException as error:
             if "lock" in str(error).lower():
                 raise ConnectionFailedError(
@@ -121,3 +165,5 @@ class DuckDBBackend(Backend):
 
     def close(self) -> None:
         self._con.close()
+        if self._owned_temp:
+            shutil.rmtree(self._owned_temp, ignore_errors=True)
