@@ -4,6 +4,8 @@ with results that match brute-force oracles on the remaining records. Both backe
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.backends.duckdb import DuckDBBackend, machine_defaults
 from setanon_sql.errors import WorkTooLargeError
 from setanon_sql.models.km.risk import estimate_unicity
 from setanon_sql.models.swap import MODEL
@@ -97,3 +100,25 @@ def test_swap_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path:
         exp.select("record_id", "partner_id").from_(db.table(f"r{run.run_id}_pairs")))]
     assert pairs
     assert oracle.check_similarity_swap(original, published, cats, pairs, run.figures) == []
+
+
+def test_duckdb_connection_defaults_come_from_the_machine(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SETANON_DUCKDB_MEMORY_LIMIT", raising=False)
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    file = str(tmp_path / "f.duckdb")
+    chosen, owned = machine_defaults(file, {})
+    assert chosen["temp_directory"] == file + ".tmp" and owned is None
+    expected = min(physical // 2, 2 * 1024 ** 3) // 1024 ** 2
+    assert chosen["memory_limit"] == f"{expected}MiB"
+    assert machine_defaults(file, {"memory_limit": "1GB"})[0]["memory_limit"] == "1GB"
+    monkeypatch.setenv("SETANON_DUCKDB_MEMORY_LIMIT", "700MB")
+    backend = DuckDBBackend(":memory:", "s")
+    limit, spill = backend.execute(
+        "SELECT current_setting('memory_limit'), current_setting('temp_directory')",
+        fetch=True)[0]
+    assert limit == "667.5 MiB"  # 700 MB as DuckDB shows it
+    assert Path(spill).parent == Path(tempfile.gettempdir())  # not ./.tmp
+    Path(spill).mkdir()  # as a spill would
+    backend.close()
+    assert not Path(spill).exists()
