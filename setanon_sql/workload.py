@@ -1,17 +1,18 @@
 """Work estimates taken before a heavy step runs, and the refusal when one is too large.
 
-One record of 100,000 items made ``risk --m 3`` and ``swap`` grow to 15-20 GB: the itemset
-sampler ranks every item of each proposed record (a record is proposed with weight C(|r|, ℓ),
-so the huge record takes nearly every proposal), and swapping compares a record's items with
-those of up to ``--exact-limit`` partners. Both costs are known from the record lengths
-alone, so they are computed first (one aggregate over the items) and a step whose estimate
-exceeds the budget is refused with WorkTooLargeError naming the longest record and the option
-that bounds it: ``--max-items-per-record N`` (records longer than N are left out whole, as
-Jia et al. truncate long transactions; the count is reported).
+One record of 100,000 items made ``risk --m 3`` and ``swap`` grow to 15-20 GB. The itemset
+sampler of ``risk`` ranked every item of each proposed record (now it draws positions, see
+:mod:`setanon_sql.models.km.positions`, and needs no estimate). Swapping compares a record's
+items with those of up to ``--exact-limit`` partners, and its figures mine itemsets within
+records. Those costs are known from the record lengths alone, so they are computed first
+(one aggregate over the items) and a step whose estimate exceeds the budget is refused with
+WorkTooLargeError naming the longest record and the option that bounds it:
+``--max-items-per-record N`` (records longer than N are left out whole, as Jia et al.
+truncate long transactions; the count is reported).
 
 The budget is in rows of an intermediate join: ``SETANON_MAX_WORK_ROWS`` if set, otherwise
-min(physical memory / 4, 3 GiB) / 40 bytes per row (about 8e7 rows), so a refusal leaves a
-run well under the 3 GB the embedded engine may use by default.
+min(physical memory / 4, 3 GiB) / 40 bytes per row (about 8e7 rows on this 23 GiB machine).
+It is taken from the machine setanon runs on, also when the engine is a remote PostgreSQL.
 """
 
 from __future__ import annotations
@@ -73,27 +74,6 @@ def _refuse(what: str, estimate: float, limit: float, record: Longest) -> None:
         f"(set by physical memory or {ENV_LIMIT}); record {record.record_id} has "
         f"{record.length} items and causes it: pass {CAP_OPTION} N to leave out records longer "
         f"than N items (counted in the output), or raise {ENV_LIMIT}")
-
-
-def check_itemset_sampling(backend: Backend, items: exp.Table, m: int, samples: int,
-                           limit: float | None = None) -> None:
-    """Refuse uniform itemset sampling up to size ``m`` when the items its proposals rank,
-    about ``samples`` x E_w[|r|] per size (weights C(|r|, ℓ)), exceed the budget."""
-    # Imported here: the km package imports this module (risk.py), and swap imports it first.
-    from setanon_sql.models.km.sampler import statement
-
-    limit = work_limit() if limit is None else limit
-    record = longest_record(backend, items)
-    if record is None:
-        return
-    for ell in range(2, m + 1):
-        z, weighted = backend.query(statement("workload_weighted_length", ell, backend),
-                                    {"ell": ell}, {"items": items})[0]
-        if not z:
-            continue
-        estimate = samples * float(weighted) / float(z)
-        if estimate > limit:
-            _refuse(f"sampling {samples} itemsets of size {ell}", estimate, limit, record)
 
 
 def check_pairwise(backend: Backend, items: exp.Table, partners: int,

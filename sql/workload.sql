@@ -25,3 +25,11 @@ SELECT count(*), coalesce(sum(len), 0) FROM (
 -- ref = t for the data itself, ref = the original items for a published copy of it).
 SELECT t.record_id, t.item_id FROM t
 WHERE t.record_id NOT IN (SELECT record_id FROM ref GROUP BY record_id HAVING count(*) > :cap)
+
+-- name: workload_numbered_items
+-- Each record's items numbered 1..len in item order, with len: an ℓ-subset of a record is then
+-- ℓ positions, read by an equi-join instead of ranking all of the record's items.
+SELECT record_id, item_id,
+       CAST(row_number() OVER (PARTITION BY record_id ORDER BY item_id) AS BIGINT) AS pos,
+       CAST(count(*) OVER (PARTITION BY record_id) AS BIGINT) AS len
+FROM items

@@ -4,8 +4,10 @@ with results that match brute-force oracles on the remaining records. Both backe
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.backends.duckdb import DuckDBBackend, machine_defaults
 from setanon_sql.errors import WorkTooLargeError
+from setanon_sql.models.km.positions import PositionSampler
 from setanon_sql.models.km.risk import estimate_unicity
 from setanon_sql.models.swap import MODEL
 from setanon_sql.runs import list_runs
@@ -39,16 +42,49 @@ def _no_scratch(db: Backend) -> None:
     assert list(db.table_names("tmp_")) == []
 
 
-def test_risk_refuses_the_long_record_by_name(db: Backend, tmp_path: Path) -> None:
+def test_risk_finishes_on_the_long_record_within_its_bound(db: Backend, tmp_path: Path) -> None:
+    # The long record's items occur nowhere else, so the truth is known without enumerating
+    # its C(3000, 3) = 4.5e9 itemsets: all of them are unique, and no other itemset is one.
     data, _ = random_case(tmp_path, 4)
-    text, huge_id = with_huge_record(data.read_text())
+    text, _ = with_huge_record(data.read_text())
     dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
-    with pytest.raises(WorkTooLargeError) as refused:
-        estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001, work_limit=1e6)
-    message = str(refused.value)
-    assert f"record {huge_id} has {HUGE} items" in message
-    assert "--max-items-per-record" in message
+    estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001)
+    rest = km_oracle.read_fimi(data)
+    for estimate in estimates:
+        ell = estimate["size"]
+        supports = km_oracle.itemset_supports(rest, ell)
+        unique = sum(1 for n in supports.values() if n == 1) + math.comb(HUGE, ell)
+        truth = unique / (len(supports) + math.comb(HUGE, ell))
+        assert abs(estimate["unique_share"] - truth) <= 0.05, (estimate, truth)
     _no_scratch(db)
+
+
+def test_position_sampler_is_uniform_over_records_of_any_length(db: Backend,
+                                                                 tmp_path: Path) -> None:
+    # Records of 2 to 12 items: the sampler must reach every ℓ-itemset equally often.
+    source = write(tmp_path / "d.dat", "1 2 3\n2 3 4 5\n1 5\n"
+                   + " ".join(map(str, range(1, 13))) + "\n3 4\n1 2 3 4 5 6\n")
+    dataset = api.load_transactions(db, source, "p")
+    attribute = dataset.set_attributes[0]
+    items = db.table(dataset.items_table(attribute))
+    labels = dict(db.query(exp.select("item_id", "label").from_(
+        db.table(dataset.dict_table(attribute)))))
+    for ell in (2, 3):
+        omega = km_oracle.itemset_supports(km_oracle.read_fimi(source), ell)
+        sampler = PositionSampler(db, items, lambda p: db.table(f"x_{p}"), seed=5, stream=1)
+        target = db.table("x_target")
+        drawn = sampler.draw(ell, 30 * len(omega), target)
+        by_sample: dict[int, list[str]] = {}
+        for sid, item_id in db.query(exp.select("sid", "item_id").from_(target)):
+            by_sample.setdefault(sid, []).append(labels[item_id])
+        counts = Counter(tuple(sorted(v)) for v in by_sample.values())
+        assert len(by_sample) == drawn >= 30 * len(omega)
+        assert all(len(v) == ell for v in by_sample.values())
+        assert set(counts) == set(omega)
+        statistic, critical = km_oracle.chi_square_uniform(counts, omega)
+        assert statistic < critical, (ell, statistic, critical)
+        db.drop_table(target)
+        db.drop_table(db.table("x_snum"))
 
 
 def test_risk_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path: Path) -> None:
@@ -56,7 +92,7 @@ def test_risk_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path:
     text, _ = with_huge_record(data.read_text())
     dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
     estimates = estimate_unicity(db, dataset, 3, seed=2, epsilon=0.05, delta=0.001,
-                                 max_items_per_record=100, work_limit=1e6)
+                                 max_items_per_record=100)
     rest = km_oracle.read_fimi(data)  # the data without the long record
     for estimate in estimates:
         assert estimate["records_left_out"] == 1

@@ -17,10 +17,11 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
 from setanon_sql.models.km.groupsupport import group_violations
+from setanon_sql.models.km.positions import PositionSampler
 from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.names import staging_table
-from setanon_sql.workload import cap_items, check_itemset_sampling
+from setanon_sql.workload import cap_items
 
 _STREAM_RISK, _STREAM_VERIFY = 900_001, 900_002
 
@@ -33,14 +34,15 @@ def _staging(purpose: str, made: dict[str, exp.Table], backend: Backend) -> exp.
 
 def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
                      epsilon: float = 0.01, delta: float = 0.01,
-                     column: str | None = None, max_items_per_record: int | None = None,
-                     work_limit: float | None = None) -> list[dict[str, Any]]:
+                     column: str | None = None,
+                     max_items_per_record: int | None = None) -> list[dict[str, Any]]:
     """Estimated share of unique ℓ-itemsets for ℓ = 1..m, each ± ``epsilon``.
 
-    The work is estimated first (:mod:`setanon_sql.workload`): a record so long that its
-    itemsets would swamp the sampler is refused by name unless ``max_items_per_record`` leaves
-    out records longer than that (the estimate is then of the remaining records; each row
-    reports ``records_left_out``). ``work_limit`` overrides the machine-derived budget."""
+    Samples are drawn by :class:`.positions.PositionSampler`: a proposal reads ℓ rows, not
+    all items of its record, so one record of 100,000 items (which takes nearly every
+    proposal) costs a linear numbering of the items, not 1e5 rows per sample.
+    ``max_items_per_record`` leaves out records longer than that (the estimate is then of
+    the remaining records; each row reports ``records_left_out``)."""
     if m < 1:
         raise UsageError(f"--m {m}: give an itemset size >= 1")
     if not (0 < epsilon < 1 and 0 < delta < 1):
@@ -56,9 +58,8 @@ def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
             left_out, _ = cap_items(backend, items, max_items_per_record,
                                     _staging("capped", made, backend))
             items = made["capped"]
-        check_itemset_sampling(backend, items, m, needed, work_limit)
-        sampler = Sampler(backend, items, lambda p: _staging(p, made, backend), seed,
-                          _STREAM_RISK)
+        sampler = PositionSampler(backend, items, lambda p: _staging(p, made, backend), seed,
+                                  _STREAM_RISK)
         for ell in range(1, m + 1):
             samples = _staging("samples", made, backend)
             drawn = sampler.draw(ell, needed, samples)

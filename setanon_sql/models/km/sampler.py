@@ -121,6 +121,13 @@ class Sampler:
         b.drop_table(recw)
         return have
 
+    def _subsets(self, ell: int, params: dict[str, int], props: exp.Table,
+                 subs: exp.Table) -> None:
+        """``subs(pid, item_id)``: a uniform ℓ-subset of each proposed record (its ℓ items of
+        smallest hash; reads every item of the record, see risk.PositionSampler)."""
+        self.backend.materialize(subs, statement("km_sample_subsets", ell, self.backend),
+                                 params, {"props": props, "items": self.items})
+
     def _round(self, ell: int, missing: int, have: int, z: float, nb: int,
                target: exp.Table) -> int:
         b = self.backend
@@ -131,8 +138,7 @@ class Sampler:
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
         b.materialize(props, statement("km_sample_records", ell, b),
                       {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
-        b.materialize(subs, statement("km_sample_subsets", ell, b), common,
-                      {"props": props, "items": self.items})
+        self._subsets(ell, common, props, subs)
         pkeys, itemsets, support = (self.table(p) for p in ("pkeys", "pitems", "psupp"))
         b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
         b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": pkeys, "subs": subs})
