@@ -1,19 +1,6 @@
 -- Work estimates taken before a heavy step runs (setanon_sql/workload.py). Canonical dialect:
 -- PostgreSQL. Logical tables: items(record_id, item_id).
 
--- name: workload_longest_record
--- The longest record (ties: the smallest id) and its number of items.
-SELECT record_id, count(*) AS len FROM items
-GROUP BY record_id ORDER BY count(*) DESC, record_id LIMIT 1
-
--- name: workload_weighted_length
--- For itemsets of size :ell: Z = sum of C(|r|, ℓ) over records, and sum of C(|r|, ℓ) * |r|.
--- Their ratio is the items a proposal of the itemset sampler reads on average (a record is
--- proposed with weight C(|r|, ℓ) and all its items are ranked). km_binomial is a float
--- product, so 1e5-item records do not overflow.
-WITH w AS (SELECT record_id, count(*) AS len FROM items GROUP BY record_id HAVING count(*) >= :ell)
-SELECT sum(km_binomial(len)), sum(km_binomial(len) * len) FROM w
-
 -- name: workload_records_over
 -- Records longer than :cap items, and their items.
 SELECT count(*), coalesce(sum(len), 0) FROM (
@@ -33,3 +20,16 @@ SELECT record_id, item_id,
        CAST(row_number() OVER (PARTITION BY record_id ORDER BY item_id) AS BIGINT) AS pos,
        CAST(count(*) OVER (PARTITION BY record_id) AS BIGINT) AS len
 FROM items
+
+-- name: workload_frequent_combinations
+-- Itemsets of size ℓ that level-wise mining forms inside records: only items of support
+-- >= :min_count are combined, so a record contributes C(|r ∩ frequent|, ℓ). Returns the sum
+-- and the record contributing most (ties: the smallest id) with its frequent-item count.
+WITH f AS (
+    SELECT item_id FROM items GROUP BY item_id HAVING count(*) >= :min_count
+), l AS (
+    SELECT i.record_id, count(*) AS len FROM items AS i JOIN f ON f.item_id = i.item_id
+    GROUP BY i.record_id
+)
+SELECT (SELECT sum(km_binomial(len)) FROM l), record_id, len FROM l
+ORDER BY len DESC, record_id LIMIT 1

@@ -106,14 +106,19 @@ def test_swap_refuses_the_long_record_before_the_run(db: Backend, tmp_path: Path
     category_file(tmp_path / "cats.tsv")
     text, huge_id = with_huge_record(random_baskets(1))
     dataset = api.load_transactions(db, write(tmp_path / "big.dat", text), "big")
-    monkeypatch.setenv("SETANON_MAX_WORK_ROWS", "1000000")  # 3000 items x 2000 partners = 6e6
+    monkeypatch.setenv("SETANON_MAX_WORK_ROWS", "1000000")
+    # Default supports on 41 records: min count 1, every item is frequent, and the figures
+    # would mine the long record's C(3000, 2) + C(3000, 3) = 4.5e9 itemsets.
     params = {"categories": str(tmp_path / "cats.tsv"), "uncategorized": "own"}
     with pytest.raises(WorkTooLargeError) as refused:
         api.anonymize(db, dataset, MODEL, params, seed=1)
-    assert f"record {huge_id} has {HUGE} items" in str(refused.value)
+    assert f"record {huge_id} holds {HUGE} frequent items" in str(refused.value)
     assert "--max-items-per-record" in str(refused.value)
     assert list_runs(db, dataset.name) == []  # refused before the run was recorded
     _no_scratch(db)
+    # At support 0.05 (3 records) its items, each in one record, are not frequent: it runs.
+    api.anonymize(db, dataset, MODEL, {**params, "fi_supports": "0.05,0.1"}, seed=1)
+    assert [run["status"] for run in list_runs(db, dataset.name)] == ["done"]
 
 
 def test_swap_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path: Path,
