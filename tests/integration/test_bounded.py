@@ -141,6 +141,7 @@ def test_swap_with_the_cap_matches_the_oracle_on_the_rest(db: Backend, tmp_path:
         exp.select("record_id", "partner_id").from_(db.table(f"r{run.run_id}_pairs")))]
     assert pairs
     assert oracle.check_similarity_swap(original, published, cats, pairs, run.figures) == []
+    assert api.verify(db, dataset, run).ok
 
 
 def test_duckdb_connection_defaults_come_from_the_machine(tmp_path: Path,
