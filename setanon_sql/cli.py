@@ -517,8 +517,8 @@ def drop(db: Backend, name: str, force: bool) -> None:
 @click.option("--column", default=None, help="set-valued column (default: the only one)")
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the samples")
 @click.option("--max-items-per-record", "max_items", type=click.IntRange(min=1), default=None,
-              help="cut longer records to this many items (chosen at random) for the estimate; "
-                   "bounds the work a very long record causes [default: no cut]")
+              help="leave records longer than this many items out of the estimate (said in the "
+                   "output) [default: every record]")
 @db_options
 def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: str | None,
          seed: int, max_items: int | None) -> None:
@@ -536,9 +536,9 @@ def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: s
         found = api.estimate_unicity(db, dataset, m, seed, epsilon, delta, column, max_items)
     click.echo(f"unicity of {name} (share of l-itemsets held by one record; "
                f"+-{epsilon:g} with confidence {1 - delta:g}):")
-    if found and found[0]["records_cut"]:
-        click.echo(f"  {found[0]['records_cut']:,} record(s) longer than {max_items:,} items were "
-                   f"cut to {max_items:,} items chosen at random (seed {seed}) for this estimate")
+    if found and found[0]["records_left_out"]:
+        click.echo(f"  {found[0]['records_left_out']:,} record(s) longer than {max_items:,} items "
+                   "are left out of this estimate")
     for row in found:
         share = "no itemsets" if row["unique_share"] is None else f"{row['unique_share']:.4f}"
         click.echo(f"  l = {row['size']}: {share}  ({row['samples']:,} samples)")

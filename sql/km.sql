@@ -676,20 +676,3 @@ SELECT sum(weight * len) / sum(weight),
        (SELECT record_id FROM x ORDER BY len DESC, record_id LIMIT 1),
        max(len)
 FROM x
-
--- name: km_truncated_items
--- Records longer than :cap items keep :cap of them, chosen by a seeded hash (Jia et al.
--- truncate long records the same way, to bound the work); shorter records are unchanged.
-SELECT record_id, item_id FROM (
-    SELECT record_id, item_id,
-           row_number() OVER (PARTITION BY record_id ORDER BY md5(concat_ws('|', 'cap',
-               CAST(:seed AS TEXT), CAST(record_id AS TEXT), CAST(item_id AS TEXT))) COLLATE "C",
-               item_id) AS r
-    FROM items
-) AS ranked
-WHERE r <= :cap
-
--- name: km_records_over_cap
-SELECT count(*) FROM (
-    SELECT record_id FROM items GROUP BY record_id HAVING count(*) > :cap
-) AS long_records

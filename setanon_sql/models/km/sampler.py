@@ -139,15 +139,16 @@ class Sampler:
                           {"items": self.items})
             self.proposals += count
             return self._count(target, "sid")
-        work = sampling_work(b, self.items, ell, count)
-        if work.too_large():
+        work = self._work(ell, count)
+        if work is not None and work.too_large():
             raise WorkTooLargeError(
                 f"drawing {count:,} itemsets of size {ell} would hash about {work.rows:,.0f} "
                 f"(record, item) rows, more than the {MAX_SAMPLING_ROWS:,} allowed: records are "
                 f"drawn by their number of {ell}-itemsets, and record id {work.longest_record} "
-                f"holds {work.longest_length:,} items. Cap the items per record (setanon risk "
-                "--max-items-per-record N), or remove or split that record")
-        self.round_cap[ell] = work.round_proposals()
+                f"holds {work.longest_length:,} items. Use the exact check for this size "
+                "(--sigma 1), or remove or split that record")
+        if work is not None:
+            self.round_cap[ell] = work.round_proposals()
         recw, recb = self.table("recw"), self.table("recb")
         b.materialize(recw, statement("km_sample_weights", ell, b), {"ell": ell},
                       {"items": self.items})
@@ -172,6 +173,18 @@ class Sampler:
         b.drop_table(recw)
         return have
 
+    def _work(self, ell: int, count: int) -> SamplingWork | None:
+        """The estimated work of drawing ``count`` ℓ-itemsets (this sampler hashes every item
+        of a proposed record); None where a proposal's work does not grow with its record."""
+        return sampling_work(self.backend, self.items, ell, count)
+
+    def _subsets(self, ell: int, params: dict[str, int], props: exp.Table,
+                 subs: exp.Table) -> None:
+        """``subs(pid, item_id)``: a uniform ℓ-subset of each proposed record (its ℓ items of
+        smallest hash; reads every item of the record, see risk.PositionSampler)."""
+        self.backend.materialize(subs, statement("km_sample_subsets", ell, self.backend),
+                                 params, {"props": props, "items": self.items})
+
     def _round(self, ell: int, missing: int, have: int, z: float, nb: int,
                target: exp.Table) -> int:
         b = self.backend
@@ -183,8 +196,7 @@ class Sampler:
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
         b.materialize(props, statement("km_sample_records", ell, b),
                       {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
-        b.materialize(subs, statement("km_sample_subsets", ell, b), common,
-                      {"props": props, "items": self.items})
+        self._subsets(ell, common, props, subs)
         pkeys, itemsets, support = (self.table(p) for p in ("pkeys", "pitems", "psupp"))
         b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
         b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": pkeys, "subs": subs})

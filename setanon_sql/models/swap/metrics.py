@@ -80,6 +80,11 @@ def _compare_query(original: exp.Table, anonymized: exp.Table, size: int,
             .join(with_alias(anonymized, "a"), on=condition(on), join_type="FULL OUTER"))
 
 
+def min_count(supports: Sequence[float], n_records: int) -> int:
+    """The support count the itemsets are mined at: that of the lowest relative support."""
+    return max(1, math.ceil(min(supports) * n_records - 1e-9))
+
+
 def frequent_itemset_figures(backend: Backend, original: exp.Table, anonymized: exp.Table,
                              n_records: int, supports: Sequence[float], max_size: int,
                              table: Callable[[str], exp.Table]) -> list[dict[str, Any]]:
@@ -88,7 +93,7 @@ def frequent_itemset_figures(backend: Backend, original: exp.Table, anonymized: 
     ``table(purpose)`` names the scratch tables (a run's ``context.table``, or staging names).
     """
     counts = [max(1, math.ceil(s * n_records - 1e-9)) for s in supports]
-    lowest = min(counts)
+    lowest = min_count(supports, n_records)
     levels_o = mine(backend, original, lowest, max_size, lambda k: table(f"fio_{k}"))
     levels_a = mine(backend, anonymized, lowest, max_size, lambda k: table(f"fia_{k}"))
     totals = [[0, 0, 0] for _ in supports]

@@ -34,6 +34,10 @@ OPTIONS = (
     click.Option(["--exact-limit", "exact_limit"], type=int, default=2000, show_default=True,
                  help="pool size from which on all candidate pairs are ranked by Jaccard "
                       "similarity (greedy minimum-Jaccard matching)"),
+    click.Option(["--max-items-per-record", "max_items_per_record"], type=int, default=None,
+                 help="leave records longer than N items out of swapping and the figures (they "
+                      "are published unchanged and counted); needed when one record is too "
+                      "long for the work limit"),
     click.Option(["--max-rounds", "max_rounds"], type=int, default=100, show_default=True,
                  help="rounds of randomized pairing before the run gives up on a pool"),
     click.Option(["--fi-supports", "fi_supports"], default=",".join(map(str, PAPER_SUPPORTS)),
@@ -63,6 +67,7 @@ class SwapParams:
     fi_supports: tuple[float, ...]
     fi_max_size: int
     metrics: bool
+    max_items_per_record: int | None = None
 
 
 def _supports(text: Any) -> tuple[float, ...]:
@@ -98,6 +103,9 @@ def parse_params(params: dict[str, Any]) -> SwapParams:
         raise UsageError("--uncategorized must be 'error' or 'own'")
     if merged["method"] not in METHODS:
         raise UsageError(f"--method must be one of {', '.join(METHODS)}")
+    cap = merged.get("max_items_per_record")
+    if cap is not None and int(cap) < 1:
+        raise UsageError("--max-items-per-record must be at least 1")
     for name in ("exact_limit", "max_rounds", "fi_max_size"):
         if int(merged[name]) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
@@ -108,4 +116,5 @@ def parse_params(params: dict[str, Any]) -> SwapParams:
         method=merged["method"], exact_limit=int(merged["exact_limit"]),
         max_rounds=int(merged["max_rounds"]), fi_supports=_supports(merged["fi_supports"]),
         fi_max_size=int(merged["fi_max_size"]), metrics=bool(merged["metrics"]),
+        max_items_per_record=None if cap is None else int(cap),
     )
