@@ -13,7 +13,7 @@ For each: exit code, wall time, peak RSS of the child (its own ru_maxrss, read b
 process per command, so one command's peak is not mixed with another's), the last line of
 its output, and whether a DuckDB spill directory (``*.duckdb.tmp``) was left behind.
 
-    python bench/huge_record.py --workdir /tmp/huge --time-limit 180
+    python bench/bench_huge_record.py --workdir /tmp/huge --time-limit 180
 """
 
 from __future__ import annotations
