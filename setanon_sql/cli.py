@@ -643,6 +643,9 @@ def generate_claims(db: Backend, name: str, records: int, seed: int, replace: bo
     with _status(f"generating {records:,} claims"):
         dataset = generate_in_db(db, name, records, seed, replace)
     click.echo(f"generated {dataset.name}: {dataset.n_records:,} claims")
+    from setanon_sql.synth.shape import format_shape, shape
+
+    click.echo(format_shape(shape(db, dataset, ["birth_year", "sex", "month"])))
 
 
 @main.command("models")

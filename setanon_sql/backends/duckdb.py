@@ -158,6 +158,9 @@ class DuckDBBackend(Backend):
             raise UsageError(f"a setting of the DuckDB URL is not valid: {error}") from None
         except duckdb.Error as error:
             raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+        # DuckDB draws a progress bar on stdout for long statements (a session setting, not
+        # one of connect's): setanon prints its own output.
+        self._con.execute("SET enable_progress_bar = false")
         # A file named setanon.duckdb is a catalog named 'setanon': qualify fully to stay clear.
         (self.catalog,) = self._con.execute("SELECT current_database()").fetchone() or ("",)
         # True while a statement runs in DuckDB: only then may a signal interrupt it (an

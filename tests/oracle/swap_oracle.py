@@ -171,24 +171,17 @@ def hidden_share(original: Records, published: Records, cats: dict[str, str]) ->
     return hidden / len(with_tendency) if with_tendency else 1.0
 
 
-def _mixed(key: int, seed: int, salt: int) -> int:
-    """The generator's integer hash, written out from its definition (two mixing rounds)."""
-    value = (key * 2654435761 + (seed * 1000003 + salt) * 40503 % 4294967296) % 4294967296
-    value = (value * 1103515245 + 12345) % 2147483648
-    return (value * 69069 + salt * 7919 + 1) % 2147483648
-
-
-def _below(key: int, seed: int, salt: int, n: int, skew: float) -> int:
-    return int((_mixed(key, seed, salt) / 2147483648.0) ** skew * n)
-
-
 def generated_baskets(n_records: int, seed: int, universe: int, most: int,
                       skew: float) -> Records:
-    """Record i: 1 + below(i, most, skew 2) draws j of item 1 + below(16 i + j, universe)."""
+    """Record i: 1 + below(i, most, skew 2) draws j of item 1 + below(64 i + j, universe), with
+    ``below`` the generator's hash in Python (setanon_sql.synth.mixing.below_int, itself checked
+    against the SQL on both backends)."""
+    from setanon_sql.synth.mixing import below_int
+
     records: Records = {}
     for i in range(1, n_records + 1):
-        length = 1 + _below(i, seed, 100, most, 2.0)
-        records[i] = {str(1 + _below(16 * i + j, seed, 101, universe, skew))
+        length = 1 + below_int(i, seed, 100, most, 2.0)
+        records[i] = {str(1 + below_int(64 * i + j, seed, 101, universe, skew))
                       for j in range(1, length + 1)}
     return records
 

@@ -2,10 +2,11 @@
 
 ``generate_claims(backend, "claims", 1_000_000, seed=1)`` creates a table dataset through the
 normal catalog: claim_id (id), birth_year, sex, month (yyyymm), beds, claim_type, start_day
-(single-valued QIs) and diagnoses and drugs (set-valued QIs with skewed item frequencies). Every
-value is a pure function of (seed, claim_id, column), computed in SQL with integer arithmetic,
-so the same seed gives the same data on DuckDB and PostgreSQL and nothing passes through
-Python.
+(single-valued QIs) and diagnoses and drugs (set-valued QIs with skewed item frequencies that
+co-occur through a shared condition profile). Every value is a pure function of (seed,
+claim_id, column) through the non-linear hash of :mod:`setanon_sql.synth.mixing`, computed in
+SQL, so columns are independent where they should be, the same seed gives the same data on
+DuckDB and PostgreSQL, and nothing passes through Python.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from setanon_sql.catalog import (
 from setanon_sql.errors import UsageError
 from setanon_sql.io.replace import drop_existing
 from setanon_sql.names import dict_table, items_table, qi_column, records_table
+from setanon_sql.synth.mixing import below
 
 BIGINT = exp.DataType.build("BIGINT")
-DOUBLE = exp.DataType.build("DOUBLE")
 # (attr_no, name, universe, most items per record, skew exponent)
-SETS = ((8, "diagnoses", 2000, 8, 3.0), (9, "drugs", 1500, 10, 2.5))
+# Diagnoses: 1-37 per claim, mean about 13, as in the MIMIC-III demo extract (mean 13.65, max
+# 37 diagnoses per admission, ../shared/data/mimic3-demo).
+SETS = ((8, "diagnoses", 2000, 37, 3.0), (9, "drugs", 1500, 10, 2.5))
+KEY_STRIDE = 64  # item key = 64 i + j: distinct for every draw j <= 37 of every record i
 CLAIM_TYPES = ("inpatient", "outpatient", "dental", "pharmacy")
 
 
@@ -35,30 +39,10 @@ def _num(value: int | float) -> exp.Expr:
     return exp.Literal.number(value)
 
 
-def _mod(value: exp.Expr, modulus: int) -> exp.Expr:
-    return exp.func("mod", value, _num(modulus))
-
-
-def _hash(key: exp.Expr, seed: int, salt: int) -> exp.Expr:
-    """An integer in [0, 2^31) from (seed, key, salt): two multiply-mod mixing rounds that stay
-    inside BIGINT on every engine (key < 2^31: at most 100M records of 16 items)."""
-    mixed = _mod(exp.Paren(this=key * _num(2654435761) + _num((seed * 1000003 + salt) * 40503
-                                                                % 4294967296)), 4294967296)
-    mixed = _mod(exp.Paren(this=mixed * _num(1103515245) + _num(12345)), 2147483648)
-    return _mod(exp.Paren(this=mixed * _num(69069) + _num(salt * 7919 + 1)), 2147483648)
-
-
-def _uniform(key: exp.Expr, seed: int, salt: int) -> exp.Expr:
-    """A double in [0, 1)."""
-    return exp.cast(_hash(key, seed, salt), DOUBLE) / _num(2147483648.0)
-
-
 def _below(key: exp.Expr, seed: int, salt: int, n: int, skew: float = 1.0) -> exp.Expr:
-    """An integer in [0, n), skewed towards 0 for skew > 1."""
-    u = _uniform(key, seed, salt)
-    if skew != 1.0:
-        u = exp.func("power", u, _num(skew))
-    return exp.cast(exp.func("floor", u * _num(n)), BIGINT)
+    """An integer in [0, n) from the non-linear hash of (seed, key, salt), skewed to 0 for
+    skew > 1 (see :mod:`setanon_sql.synth.mixing`: each salt an independent column)."""
+    return below(key, seed, salt, n, skew)
 
 
 def _records_query(n: int, seed: int) -> exp.Select:
@@ -67,12 +51,13 @@ def _records_query(n: int, seed: int) -> exp.Select:
                                  true=exp.Literal.string(label))
                           for bound, label in zip((55, 85, 95), CLAIM_TYPES, strict=False)],
                      default=exp.Literal.string(CLAIM_TYPES[-1]))
-    sex = exp.Case(ifs=[exp.If(this=_below(i, seed, 3, 2).eq(_num(0)),
+    sex = exp.Case(ifs=[exp.If(this=_below(i, seed, 3, 100) < _num(51),
                                true=exp.Literal.string("F"))], default=exp.Literal.string("M"))
     series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
+    # Ages skew young (u^1.4 of 96 years, counted back from 2015): a population pyramid.
     return exp.select(
         i.as_("record_id"), i.as_("position"), i.as_(qi_column(1)),
-        (_num(1920) + _below(i, seed, 2, 96) ).as_(qi_column(2)),
+        (_num(2015) - _below(i, seed, 2, 96, 1.4)).as_(qi_column(2)),
         sex.as_(qi_column(3)),
         (_num(201301) + _below(i, seed, 4, 12)).as_(qi_column(4)),
         _below(i, seed, 5, 1000, 3.0).as_(qi_column(5)),
@@ -82,13 +67,26 @@ def _records_query(n: int, seed: int) -> exp.Select:
                                                            columns=[exp.to_identifier("i")])))
 
 
+# Co-occurrence: a record draws a condition profile (skewed over PROFILES), and its items come
+# from that profile's region of the universe, Zipf-like within it; diagnoses and drugs share the
+# profile, so they co-occur as conditions and their treatments do.
+PROFILES, REGION = 60, 0.1
+
+
 def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
-                 skew: float) -> exp.Select:
+                 skew: float, profiles: int | None) -> exp.Select:
     i, j = exp.column("i", table="g"), exp.column("j", table="s")
     length = _num(1) + _below(i, seed, salt, most, 2.0)
-    key = i * _num(16) + j
-    item = exp.cast(_num(1) + _below(key, seed, salt + 1, universe, skew),
-                    exp.DataType.build("INT"))
+    key = i * _num(KEY_STRIDE) + j
+    if profiles is None:
+        drawn = _below(key, seed, salt + 1, universe, skew)
+    else:
+        region = max(1, int(universe * REGION))
+        profile = _below(i, seed, 50, profiles, 2.0)  # the same salt for every set column
+        start = exp.paren(profile * _num(max(1, universe // profiles)))
+        drawn = exp.func("mod", start + _below(key, seed, salt + 1, region, skew),
+                         _num(universe))
+    item = exp.cast(_num(1) + drawn, exp.DataType.build("INT"))
     per_record = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(length, BIGINT))
     series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
     lateral = exp.Lateral(this=per_record, view=False, alias=exp.TableAlias(
@@ -107,7 +105,7 @@ def _distinct(backend: Backend, table: exp.Table, column: str) -> int:
 
 
 def check_generator_args(name: str, records: int, seed: int) -> None:
-    """The bounds every in-DBMS generator shares (keys stay below 2^31, see :func:`_hash`)."""
+    """The bounds every in-DBMS generator shares (item keys 64 i + j stay below 2^36)."""
     check_dataset_name(name)
     if not 1 <= records <= 100_000_000:
         raise UsageError(f"--records must be between 1 and 100,000,000, got {records}")
@@ -127,11 +125,12 @@ def start_generated_dataset(backend: Backend, name: str, replace: bool,
 
 
 def generate_items(backend: Backend, dataset_id: int, attr_no: int, records: int, seed: int,
-                   universe: int, most: int, skew: float) -> int:
+                   universe: int, most: int, skew: float, profiles: int | None = None) -> int:
     """Items and dictionary of one set-valued attribute (labels are the item ids as text);
     returns the number of distinct items."""
     items = backend.table(items_table(dataset_id, attr_no))
-    backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe, most, skew))
+    backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe, most, skew,
+                                            profiles))
     backend.create_access_index(items, ["item_id", "record_id"])
     backend.create_access_index(items, ["record_id", "item_id"])
     dictionary = backend.table(dict_table(dataset_id, attr_no))
@@ -157,7 +156,7 @@ def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
             for no, column in enumerate(names, start=1)]
         for attr_no, column, universe, most, skew in SETS:
             n_items = generate_items(backend, dataset_id, attr_no, records, seed, universe,
-                                     most, skew)
+                                     most, skew, PROFILES)
             attributes.append(Attribute(attr_no, column, "set", "items", n_items))
         options = {"delimiter": "\t", "item_separator": " ", "id_column": "claim_id",
                    "generator": "claims", "seed": seed}

@@ -1,0 +1,1 @@
+"""Synthetic data generated inside the DBMS: hashing, and the shape of what was generated."""
