@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from setanon_sql import api
 from setanon_sql.models.kanon import MODEL
 from setanon_sql.models.kanon.generate import generate_claims
+from setanon_sql.synth.shape import format_shape, shape
 
 # The paper's QI patterns (§4.3).
 PATTERNS = {
@@ -102,8 +103,8 @@ def main() -> None:
                         help="print seconds per statement kind and per iteration")
     args = parser.parse_args()
     timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    print("backend | records | QI | k | generate s | anonymize s | NCP | disclosed share "
-          "| deleted | classes | iterations | tracemalloc peak MB | maxrss MB")
+    print("backend | records | QI | k | generate s | anonymize s | verify s | NCP | disclosed "
+          "share | deleted | classes | iterations | tracemalloc peak MB | maxrss MB")
     with database(args.backend, args.workdir) as url:
         db = api.open_database(url, schema="kanon_bench")
         try:
@@ -111,6 +112,8 @@ def main() -> None:
                 started = time.perf_counter()
                 dataset = generate_claims(db, f"claims{n}", n, args.seed, replace=True)
                 generated = time.perf_counter() - started
+                print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
+                      .replace("\n", "\n# "), flush=True)
                 for pattern in args.patterns:
                     for k in args.k:
                         params = {"k": k, "beta": args.beta,
@@ -119,17 +122,22 @@ def main() -> None:
                         db.statement_log = [] if args.profile else None
                         tracemalloc.start()
                         started = time.perf_counter()
-                        run_id = api.anonymize(db, dataset, MODEL, params, args.seed)
+                        run_id = api.anonymize(db, dataset, MODEL, params, args.seed,
+                                               check=False)
                         seconds = time.perf_counter() - started
                         _, peak = tracemalloc.get_traced_memory()
                         tracemalloc.stop()
+                        started = time.perf_counter()
+                        api.verify(db, dataset, api.get_run(db, dataset, run_id), enforce=True)
+                        verified = time.perf_counter() - started
                         figures = api.get_run(db, dataset, run_id).figures
                         timings.setdefault((pattern, k), []).append((n, seconds))
                         shares = ", ".join(f"{name} {d['share']:.3f}"
                                            for name, d in figures["disclosed_items"].items())
                         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                         print(f"{args.backend} | {n:,} | {pattern} | {k} | {generated:.1f} | "
-                              f"{seconds:.1f} | {figures['ncp_overall']:.3f} | {shares or '-'} | "
+                              f"{seconds:.1f} | {verified:.1f} | {figures['ncp_overall']:.3f} | "
+                              f"{shares or '-'} | "
                               f"{figures['records_deleted']:,} | {figures['classes']['count']:,}"
                               f" | {figures['iterations']} | {peak / 2**20:.1f} | {rss:.0f}",
                               flush=True)
