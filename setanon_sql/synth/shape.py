@@ -10,19 +10,8 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
+from setanon_sql.io.keys import item_set_key
 from setanon_sql.names import qi_column
-
-TEXT = exp.DataType.build("TEXT")
-
-
-def _set_key(items: exp.Table, alias: str) -> exp.Subquery:
-    """(record_id, k<alias>): a record's item ids, sorted, as one string."""
-    item = exp.column("item_id")
-    joined = exp.GroupConcat(this=exp.Order(this=exp.cast(item, TEXT),
-                                            expressions=[exp.Ordered(this=item)]),
-                             separator=exp.Literal.string(","))
-    return (exp.select("record_id", joined.as_(f"k{alias}")).from_(items.copy())
-            .group_by("record_id")).subquery(alias)
 
 
 def _distinct_count(backend: Backend, query: exp.Select, columns: list[exp.Expr]) -> int:
@@ -42,7 +31,8 @@ def shape(backend: Backend, dataset: Dataset, qis: list[str] | None = None) -> d
     row_columns: list[exp.Expr] = [exp.column(qi_column(a.attr_no), table="r") for a in singles]
     for attribute in dataset.set_attributes:
         alias = f"s{attribute.attr_no}"
-        query = query.join(_set_key(backend.table(dataset.items_table(attribute)), alias),
+        query = query.join(item_set_key(backend.table(dataset.items_table(attribute)), alias,
+                                        f"k{alias}"),
                            join_type="left",
                            on=exp.column("record_id", table=alias).eq(
                                exp.column("record_id", table="r")))

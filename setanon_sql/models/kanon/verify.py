@@ -14,22 +14,13 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
+from setanon_sql.io.keys import item_set_key
 from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.kanon.plan import QI, make_plan
 from setanon_sql.names import qi_column, staging_table
 
 TEXT = exp.DataType.build("TEXT")
-
-
-def _set_key(items: exp.Table, alias: str) -> exp.Subquery:
-    """(record_id, v): the record's published item ids as one comparable string."""
-    item = exp.column("item_id")
-    joined = exp.GroupConcat(this=exp.Order(this=exp.cast(item, TEXT),
-                                            expressions=[exp.Ordered(this=item)]),
-                             separator=exp.Literal.string(","))
-    return (exp.select("record_id", joined.as_("v")).from_(items.copy())
-            .group_by("record_id")).subquery(alias)
 
 
 def group_sizes(backend: Backend, view: Any, qis: tuple[QI, ...], k: int) -> tuple[int, int, int]:
@@ -40,7 +31,7 @@ def group_sizes(backend: Backend, view: Any, qis: tuple[QI, ...], k: int) -> tup
     for qi in qis:
         if qi.kind == "set":
             alias = f"s{qi.no}"
-            query = query.join(_set_key(view.items[qi.no], alias), join_type="left",
+            query = query.join(item_set_key(view.items[qi.no], alias), join_type="left",
                                on=f"{alias}.record_id = r.record_id")
             keys.append(exp.column("v", table=alias))
         else:
