@@ -464,14 +464,42 @@ def runs(db: Backend, name: str | None, cleanup: bool) -> None:
     rows = api.list_runs(db, name)
     if not rows:
         click.echo("no runs yet")
+        return
     processes = run_processes(db)
+    click.echo(f"{'run':>5}  {'dataset':<20} {'model':<6} {'status':<11} {'verified':<12} "
+               f"{'in place':<9} {'seconds':>8}  parameters")
     for row in rows:
-        seconds = f"{row['seconds']:.1f}s" if row["seconds"] is not None else "-"
+        seconds = f"{row['seconds']:.1f}" if row["seconds"] is not None else "-"
         # Who ran a run that did not end normally: to find (or kill) it, or know it is gone.
         who = (f" ({processes.get(row['run_id'], '')})"
                if row["status"] in ("running", "abandoned", "interrupted") else "")
+        verified = _VERIFIED.get(row["verification"] or "", "no")
         click.echo(f"{row['run_id']:>5}  {row['dataset']:<20} {row['model']:<6} "
-                   f"{row['status']:<8} seed={row['seed']} {seconds} {row['params']}{who}")
+                   f"{_STATUS.get(row['status'], row['status']):<11} {verified:<12} "
+                   f"{row['in_place'] or '-':<9} {seconds:>8}  "
+                   f"{_cli_params(row['params'])} --seed {row['seed']}{who}")
+
+
+_STATUS = {"done": "finished"}
+_VERIFIED = {"passed": "yes", "failed": "FAILED", "inconclusive": "inconclusive"}
+
+
+def _cli_params(params: dict[str, Any]) -> str:
+    """A run's parameters as the options that give them ('--k 5 --m 2 --no-metrics')."""
+    parts = []
+    for key, value in sorted(params.items()):
+        option = "--" + key.replace("_", "-")
+        if value is None:
+            continue
+        if value is True:
+            parts.append(option)
+        elif value is False:
+            parts.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, list | tuple):
+            parts.append(f"{option} {','.join(map(str, value))}")
+        else:
+            parts.append(f"{option} {value}")
+    return " ".join(parts)
 
 
 @main.command()

@@ -195,15 +195,16 @@ def recorded_run(
 def list_runs(backend: Backend, dataset_name: str | None = None) -> list[dict[str, Any]]:
     """Runs (of one dataset, or all), oldest first; runs whose process died show as abandoned."""
     mark_abandoned(backend)
+    tables = backend.catalog_tables("runs", "datasets", "inplace_applies")
     if dataset_name is None:
-        rows = backend.query("run_list", tables=backend.catalog_tables("runs", "datasets"))
+        rows = backend.query("run_list", tables=tables)
     else:
-        rows = backend.query("run_list_of_dataset", {"name": dataset_name},
-                             backend.catalog_tables("runs", "datasets"))
+        rows = backend.query("run_list_of_dataset", {"name": dataset_name}, tables)
     return [
         {"run_id": int(run_id), "dataset": name, "model": model, "status": status,
-         "seed": seed, "seconds": seconds, "params": json.loads(params)}
-        for run_id, name, model, status, seed, seconds, params in rows
+         "seed": seed, "seconds": seconds, "params": json.loads(params),
+         "verification": verification, "in_place": in_place}
+        for run_id, name, model, status, seed, seconds, params, verification, in_place in rows
     ]
 
 

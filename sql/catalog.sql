@@ -96,8 +96,11 @@ FROM runs WHERE run_id = :run_id
 SELECT max(run_id) FROM runs WHERE dataset_id = :dataset_id
 
 -- name: run_list
-SELECT r.run_id, d.name, r.model, r.status, r.seed, r.seconds, r.params
+-- Every run with its verification and whether it is applied in place (state of the apply).
+SELECT r.run_id, d.name, r.model, r.status, r.seed, r.seconds, r.params, r.verification,
+       a.state
 FROM runs AS r JOIN datasets AS d ON d.dataset_id = r.dataset_id
+LEFT JOIN inplace_applies AS a ON a.run_id = r.run_id
 ORDER BY r.run_id
 
 -- name: tables_with_prefix

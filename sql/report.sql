@@ -15,8 +15,10 @@ LEFT JOIN (SELECT record_id, count(*) AS n FROM items GROUP BY record_id) AS c
 SELECT count(DISTINCT item_id) FROM items
 
 -- name: run_list_of_dataset
-SELECT r.run_id, d.name, r.model, r.status, r.seed, r.seconds, r.params
+SELECT r.run_id, d.name, r.model, r.status, r.seed, r.seconds, r.params, r.verification,
+       a.state
 FROM runs AS r JOIN datasets AS d ON d.dataset_id = r.dataset_id
+LEFT JOIN inplace_applies AS a ON a.run_id = r.run_id
 WHERE d.name = :name
 ORDER BY r.run_id
 

@@ -172,6 +172,12 @@ def test_cli_export_refuses_a_failed_run_and_names_what_it_wrote(db_url: DbUrl,
     assert code == 0 and "run 1 of 'b', model rho" in out and "verification passed" in out
     code, out = setanon("export", "b", "-o", str(tmp_path / "raw.dat"), *url)
     assert code == 0 and "RAW data" in out and "NOT anonymized" in out
+    code, out = setanon("runs", *url)
+    header, first, second = out.splitlines()
+    assert header.split()[:7] == ["run", "dataset", "model", "status", "verified", "in", "place"]
+    assert first.split()[:6] == ["1", "b", "rho", "finished", "yes", "-"]
+    assert "--rho 0.5 --sensitive" in first and first.endswith("--seed 1")
+    assert second.split()[:5] == ["2", "b", "rho", "failed", "no"]
     raw = [sorted(line.split()) for line in (tmp_path / "raw.dat").read_text().splitlines()]
     assert raw == [sorted(line.split()) for line in BASKETS.splitlines()]
 
