@@ -127,7 +127,12 @@ def _holder(path: str, message: str) -> tuple[int | None, str]:
     if note_pid == str(pid):
         kind = f"setanon run {run_id}: process"
     else:
-        kind = "setanon process" if "setanon" in command else "process"
+        # The program or module it runs is setanon's (not merely a path that contains the word,
+        # such as a virtualenv named setanon-...).
+        words = raw.split("\0")
+        runs_setanon = any(Path(w).name == "setanon" or w.startswith("setanon_sql")
+                           or "from setanon_sql" in w for w in words[:3])
+        kind = "setanon process" if runs_setanon else "process"
     return pid, f"another process: {kind} {pid}" + (f" ({command})" if command else "")
 
 
