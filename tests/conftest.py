@@ -4,7 +4,7 @@
 PostgreSQL server); ``db_url`` is a URL plus schema for tests that go through the CLI. PostgreSQL
 comes from ``$SETANON_TEST_PG_URL``, a testcontainers container, or the local server binaries
 (see tests/support/pg_server.py). Without one, postgres tests skip, except under CI=true, where
-they fail.
+they fail; so do the tests that read ../shared/data when it is missing.
 """
 
 from __future__ import annotations
@@ -104,9 +104,16 @@ def db_url(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) ->
 
 @pytest.fixture
 def shared_data() -> Path:
-    """The public datasets beside the repository (../shared/data)."""
+    """The public datasets beside the repository (../shared/data).
+
+    CI clones the repository with ``shared/`` beside it, so under CI=true a missing folder is a
+    broken set-up, not a reason to skip: the tests that read the real files fail instead.
+    """
     if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
+        message = f"shared datasets not found at {SHARED_DATA}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {message}: CI must clone with shared/ beside the repository")
+        pytest.skip(message)
     return SHARED_DATA
 
 
