@@ -77,17 +77,19 @@ _DEMO_FILES = {
 
 
 def open_database(url: Any = None, schema: str = DEFAULT_SCHEMA,
-                  wait_seconds: float = 0.0) -> Backend:
+                  wait_seconds: float = 0.0, create: bool = True) -> Backend:
     """Connect (URL, SQLAlchemy URL or Engine; see :func:`connect`) and apply pending migrations.
 
     ``wait_seconds``: how long to wait for a DuckDB file another process holds (its single
-    writer lock) before refusing with a message naming the holder.
+    writer lock) before refusing with a message naming the holder. ``create=False``: a DuckDB
+    file that does not exist is refused rather than created.
     """
-    backend = connect(url, schema, wait_seconds)
+    backend = connect(url, schema, wait_seconds, create)
     try:
         migrate(backend)
     except BaseException:
         backend.close()
+        backend.discard_created()
         raise
     return backend
 

@@ -47,20 +47,37 @@ def _err(message: str) -> None:
     click.echo(f"setanon: error: {message}", err=True)
 
 
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta["setanon.quiet"] = True
+
+
+# Accepted before the command (setanon --quiet anonymize ...) and after it; ctx.meta is shared
+# by the whole chain of contexts.
+_QUIET_OPTION = click.option(
+    "-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
+    help="no progress display on stderr (it is also off when stderr is not a terminal)")
+
+
 @contextmanager
 def _status(message: str) -> Iterator[None]:
-    """A spinner with elapsed time on a terminal; silent otherwise (logs, CI)."""
-    if not sys.stderr.isatty():
+    """The progress display (phase, bar, elapsed and time left) on a terminal, unless --quiet;
+    nothing in logs, pipes or CI."""
+    from setanon_sql.progress_display import progress_shown
+
+    ctx = click.get_current_context(silent=True)
+    quiet = bool(ctx is not None and ctx.meta.get("setanon.quiet"))
+    with progress_shown(message, quiet):
         yield
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status(message):
-        yield
 
 
-def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add --db and --schema, open the database, and pass it as ``db``."""
+def _with_database(func: Callable[..., Any], create: bool) -> Callable[..., Any]:
+    """Add --db and --schema, open the database, and pass it as ``db``.
+
+    ``create``: the command makes data, so a DuckDB file that does not exist is created (and
+    removed again if the command fails); the other commands refuse a missing file instead of
+    leaving an empty one behind.
+    """
 
     @click.option("--schema", default=DEFAULT_SCHEMA, show_default=True,
                   help="schema of setanon's own tables")
@@ -69,10 +86,25 @@ def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(url: str | None, schema: str, **kwargs: Any) -> Any:
         # --wait also covers DuckDB's file lock, taken when the database is opened.
         wait = float(kwargs.get("wait") or 0.0)
-        with retry_while_locked(lambda: api.open_database(url, schema), wait) as db:
-            return func(db=db, **kwargs)
+        db = retry_while_locked(lambda: api.open_database(url, schema, create=create), wait)
+        try:
+            with db:
+                return func(db=db, **kwargs)
+        except BaseException:
+            db.discard_created()
+            raise
 
     return wrapper
+
+
+def db_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--db and --schema for a command that works on data already loaded."""
+    return _with_database(func, create=False)
+
+
+def creating_db_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--db and --schema for a command that makes data (init, load, generate)."""
+    return _with_database(func, create=True)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -183,6 +215,7 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="setanon")
+@_QUIET_OPTION
 def main() -> None:
     """setanon: anonymize set-valued and complex data inside DuckDB or PostgreSQL.
 
@@ -195,7 +228,7 @@ def main() -> None:
 
 
 @main.command()
-@db_options
+@creating_db_options
 def init(db: Backend) -> None:
     """Create or upgrade setanon's schema (idempotent; other commands do it implicitly).
 
@@ -225,7 +258,8 @@ def load() -> None:
               type=click.Choice(["auto", "fimi", "spmf", "labels"]),
               help="fimi: integer items; spmf: with -1/-2 separators; labels: any text items")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
-@db_options
+@_QUIET_OPTION
+@creating_db_options
 def load_transactions(db: Backend, file: str, name: str, fmt: str, replace: bool) -> None:
     """Load a transaction file: one record per line, items separated by blanks.
 
@@ -263,7 +297,8 @@ def _say_duplicates(dataset: api.Dataset) -> None:
               help="field delimiter, e.g. ';' or tab (default: tab for a .tsv or .tab file or a "
                    "header line with tabs, else comma)")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
-@db_options
+@_QUIET_OPTION
+@creating_db_options
 def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: tuple[str, ...],
                item_separator: str, qi: tuple[str, ...], ignore: tuple[str, ...],
                delimiter: str | None, replace: bool) -> None:
@@ -289,7 +324,7 @@ def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: t
 @click.option("--separator", default=";", show_default="semicolon",
               help="separator of a line's labels")
 @click.option("--replace", is_flag=True, help="replace the column's existing hierarchy")
-@db_options
+@creating_db_options
 def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separator: str,
                    replace: bool) -> None:
     """Load an ARX-style hierarchy: lines 'leaf;parent;...;root'.
@@ -313,6 +348,7 @@ def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separa
               help="SCHEMA.TABLE with one row per record and its single-valued columns")
 @click.option("--qi", multiple=True, help="columns of --records-table that are QIs (default all)")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
+@_QUIET_OPTION
 @db_options
 def attach(db: Backend, name: str, table: str, record_column: str, item_column: str,
            records_table: str | None, qi: tuple[str, ...], replace: bool) -> None:
@@ -343,6 +379,7 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
               help="skip the verification after the run; the run cannot be exported, applied "
                    "or reported until 'setanon verify' passes")
 @_WAIT_OPTION
+@_QUIET_OPTION
 @db_options
 @click.pass_context
 def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None,
@@ -387,6 +424,7 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
 @main.command()
 @click.argument("name")
 @click.option("--run", "run", default="latest", show_default=True, help="run id or 'latest'")
+@_QUIET_OPTION
 @db_options
 def verify(db: Backend, name: str, run: str) -> None:
     """Check a run's output against its privacy guarantee (exit code 1 if it is not met).
@@ -397,7 +435,8 @@ def verify(db: Backend, name: str, run: str) -> None:
     """
     dataset = api.get_dataset(db, name)
     found = api.get_run(db, dataset, run)
-    result = api.verify(db, dataset, found)
+    with _status(f"verifying run {found.run_id} of {name}"):
+        result = api.verify(db, dataset, found)
     verdict = {"passed": "guarantee met", "failed": "GUARANTEE NOT MET",
                "inconclusive": "INCONCLUSIVE (a sampled check could not decide)"}[result.outcome]
     click.echo(f"run {found.run_id} ({found.model}): {verdict}; checked {result.covered}")
@@ -416,6 +455,7 @@ def verify(db: Backend, name: str, run: str) -> None:
 @click.option("-o", "--output", required=True, help="output file")
 @click.option("--column", default=None, help="set-valued column to write as FIMI")
 @click.option("--mapping", default=None, help="also write item<TAB>label of a generalization")
+@_QUIET_OPTION
 @db_options
 def export(db: Backend, name: str, run: str | None, fmt: str, output: str, column: str | None,
            mapping: str | None) -> None:
@@ -547,6 +587,7 @@ def drop(db: Backend, name: str, force: bool) -> None:
 @click.option("--max-items-per-record", "max_items", type=click.IntRange(min=1), default=None,
               help="leave records longer than this many items out of the estimate (said in the "
                    "output) [default: every record]")
+@_QUIET_OPTION
 @db_options
 def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: str | None,
          seed: int, max_items: int | None) -> None:
@@ -578,6 +619,7 @@ def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: s
 @click.option("--dry-run", "dry_run", is_flag=True,
               help="print what would change in the tables, write nothing")
 @_WAIT_OPTION
+@_QUIET_OPTION
 @db_options
 def apply_run(db: Backend, name: str, run: str, dry_run: bool, wait: float) -> None:
     """Write a finished run into the attached tables (one transaction; 'setanon undo' reverts).
@@ -658,7 +700,8 @@ def generate() -> None:
 @click.option("--seed", type=int, default=1, show_default=True,
               help="the same seed generates the same claims")
 @click.option("--replace", is_flag=True, help="replace an existing dataset of that name")
-@db_options
+@_QUIET_OPTION
+@creating_db_options
 def generate_claims(db: Backend, name: str, records: int, seed: int, replace: bool) -> None:
     """Synthetic medical claims shaped like the NEC paper's data, generated by SQL.
 

@@ -34,6 +34,7 @@ from setanon_sql.catalog import Dataset
 from setanon_sql.errors import ConnectionFailedError, InterruptedRunError, SetanonError
 from setanon_sql.failpoints import pause_if_asked
 from setanon_sql.names import run_table
+from setanon_sql.progress import report
 
 _LOCK_POLL_SECONDS = 0.2
 _INTERRUPTS = (KeyboardInterrupt, InterruptedRunError)
@@ -95,6 +96,7 @@ def set_phase(backend: Backend, run_id: int, phase: str) -> None:
     if _progress is None or _progress.run_id != run_id:
         _progress = Progress(run_id)
     _progress.phase = phase
+    report(phase)
     pause_if_asked(phase)
 
 

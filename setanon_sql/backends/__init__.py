@@ -95,7 +95,8 @@ def _duckdb_settings(url: URL) -> dict[str, str]:
     return settings
 
 
-def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float = 0.0) -> Backend:
+def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float = 0.0,
+            create: bool = True) -> Backend:
     """Open the database named by ``url`` (see :func:`resolve_url`).
 
     ``duckdb:///relative/file.duckdb``, ``duckdb:////absolute/file.duckdb`` and
@@ -103,7 +104,9 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float =
     and ``temp_directory=`` to bound the embedded engine); ``postgresql://user:pw@host:5432/db``
     (also ``postgres://`` and ``postgresql+psycopg://``) opens PostgreSQL through psycopg 3.
     Every URL is parsed by ``sqlalchemy.engine.make_url``. A DuckDB file another process holds
-    is retried for up to ``wait_seconds`` (DuckDB admits one writing process).
+    is retried for up to ``wait_seconds`` (DuckDB admits one writing process). With
+    ``create=False`` a DuckDB file that does not exist is refused (NotFoundError) instead of
+    created: commands that only read must not leave an empty database behind.
     """
     if not _SCHEMA_NAME.match(schema):
         raise UsageError(
@@ -117,7 +120,8 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float =
 
         path = parsed.database or ":memory:"
         settings = _duckdb_settings(parsed)
-        return retry_while_locked(lambda: DuckDBBackend(path, schema, settings), wait_seconds)
+        return retry_while_locked(lambda: DuckDBBackend(path, schema, settings, create),
+                                  wait_seconds)
     if driver in ("postgresql", "postgres"):
         from setanon_sql.backends.postgres import PostgresBackend
 

@@ -280,6 +280,12 @@ class Backend(ABC):
     def close(self) -> None:
         """Close the connection."""
 
+    def discard_created(self) -> None:
+        """Remove a database that opening this connection created (after :meth:`close`, when the
+        command that opened it failed). Nothing by default: only an embedded engine creates
+        its database on connect."""
+        return None
+
     def __enter__(self) -> Backend:
         return self
 

@@ -21,6 +21,7 @@ from setanon_sql.errors import (
     DatabaseError,
     DatabaseLockedError,
     InputError,
+    NotFoundError,
     PermissionDeniedError,
     UsageError,
     one_line,
@@ -142,9 +143,18 @@ class DuckDBBackend(Backend):
     name = "duckdb"
     dialect = "duckdb"
 
-    def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None) -> None:
+    def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None,
+                 create: bool = True) -> None:
         super().__init__(f"duckdb:///{path}", schema)
         self.path = path
+        # DuckDB creates a missing file on connect; only the commands that make data may, and a
+        # file they made is removed again if they fail (see discard_created).
+        self.created = path != ":memory:" and not Path(path).exists()
+        if self.created and not create:
+            raise NotFoundError(
+                f"the DuckDB file {path} does not exist: load a dataset first ('setanon load "
+                "transactions FILE --name NAME'), or point --db or $SETANON_DB at an existing "
+                "database")
         defaults = default_settings(path)
         self._own_spill = defaults["temp_directory"] if path == ":memory:" else None
         self.settings = {**defaults, **(settings or {})}
@@ -323,6 +333,16 @@ class DuckDBBackend(Backend):
 
     def row_locator(self) -> exp.Expr:
         return exp.column("rowid")
+
+    def discard_created(self) -> None:
+        """Remove the file (and its write-ahead log and spill directory) that opening this
+        connection created, after the command that needed it failed: a failed first ``load``
+        leaves no empty database behind. Call after :meth:`close`."""
+        if not self.created:
+            return
+        for leftover in (Path(self.path), Path(f"{self.path}.wal")):
+            leftover.unlink(missing_ok=True)
+        shutil.rmtree(f"{self.path}.tmp", ignore_errors=True)
 
     def close(self) -> None:
         _OPEN.discard(self)

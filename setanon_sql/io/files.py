@@ -11,7 +11,8 @@ from setanon_sql.errors import InputError
 
 
 def readable_file(path: str | os.PathLike[str], what: str = "input file") -> Path:
-    """``path`` as an absolute Path if it is a readable regular file, else an InputError."""
+    """``path`` as an absolute Path if it is a readable, non-empty regular file, else an
+    InputError (an empty file is refused here, by its size, before any loader reads it)."""
     resolved = Path(path).expanduser()
     if not resolved.exists():
         raise InputError(f"{what} {path} does not exist; check the path")
@@ -19,6 +20,9 @@ def readable_file(path: str | os.PathLike[str], what: str = "input file") -> Pat
         raise InputError(f"{what} {path} is not a regular file")
     if not os.access(resolved, os.R_OK):
         raise InputError(f"{what} {path} is not readable; check its permissions")
+    if resolved.stat().st_size == 0:
+        raise InputError(f"{what} {path} is empty (0 bytes): there is nothing to read; check "
+                         "that the file was written completely")
     return resolved.resolve()
 
 

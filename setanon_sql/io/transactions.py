@@ -78,7 +78,8 @@ def load_transactions(
         duplicates = int(backend.scalar("duplicate_tokens", tables={"tokens": tokens}))
         attribute = build_item_attribute(backend, dataset_id, 1, "items", tokens)
         if attribute.n_distinct == 0:
-            raise InputError(f"transaction file {path} has {n_records} lines but no items")
+            raise InputError(f"transaction file {path} has only blank lines ({n_records}): "
+                             "there are no items to load")
         records = backend.table(records_table(dataset_id))
         backend.run("records_from_lines", tables={"records": records, "lines": lines})
         backend.create_access_index(records, ["record_id"])

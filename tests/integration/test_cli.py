@@ -61,6 +61,7 @@ def test_demo(db_url: DbUrl, tmp_path: Path) -> None:
 ])
 def test_errors_are_one_line_with_exit_code_2(db_url: DbUrl, args: list[str],
                                               message: str) -> None:
+    assert setanon("init", *db_url.args)[0] == 0
     code, out = setanon(*args, *db_url.args)
     assert code == 2
     assert message in out
@@ -83,6 +84,54 @@ def test_unreachable_database_is_a_clear_error() -> None:
 def test_bad_url_scheme() -> None:
     code, out = setanon("datasets", "--db", "mysql://x/y")
     assert code == 2 and "scheme 'mysql' is not supported" in out
+
+
+@pytest.mark.parametrize("command", [["datasets"], ["runs"], ["report", "b"], ["verify", "b"],
+                                     ["export", "b", "-o", "x.dat"], ["drop", "b"]], ids=" ".join)
+def test_a_command_that_reads_refuses_a_missing_duckdb_file(tmp_path: Path,
+                                                            command: list[str]) -> None:
+    database = tmp_path / "typo.duckdb"
+    code, out = setanon(*command, "--db", f"duckdb:///{database}")
+    assert code == 2
+    assert f"the DuckDB file {database} does not exist: load a dataset first" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_first_load_leaves_no_duckdb_file(tmp_path: Path) -> None:
+    database = tmp_path / "new.duckdb"
+    bad = write(tmp_path / "bad.dat", "1 2\nx\n")
+    code, out = setanon("load", "transactions", str(bad), "--name", "b", "--format", "fimi",
+                        "--db", f"duckdb:///{database}")
+    assert code == 2 and "line 2: item 'x' is not an integer" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.dat"]
+    code, out = setanon("load", "transactions", str(write(tmp_path / "ok.dat", "1 2\n")),
+                        "--name", "b", "--db", f"duckdb:///{database}")
+    assert code == 0 and database.is_file()
+
+
+def test_a_failed_load_keeps_an_existing_duckdb_file(tmp_path: Path) -> None:
+    database = f"duckdb:///{tmp_path / 'kept.duckdb'}"
+    assert setanon("load", "transactions", str(write(tmp_path / "a.dat", "1\n")), "--name", "a",
+                   "--db", database)[0] == 0
+    code, _ = setanon("load", "transactions", str(write(tmp_path / "e.dat", "")), "--name", "e",
+                      "--db", database)
+    assert code == 2
+    code, out = setanon("datasets", "--db", database)
+    assert code == 0 and " a " in out
+
+
+def test_empty_inputs_say_what_is_wrong(db_url: DbUrl, tmp_path: Path) -> None:
+    empty = write(tmp_path / "empty.dat", "")
+    code, out = setanon("load", "transactions", str(empty), "--name", "e", *db_url.args)
+    assert code == 2
+    assert f"transaction file {empty} is empty (0 bytes): there is nothing to read" in out
+    blank = write(tmp_path / "blank.dat", "\n")
+    code, out = setanon("load", "transactions", str(blank), "--name", "e", *db_url.args)
+    assert code == 2
+    assert f"transaction file {blank} has only blank lines (1)" in out
+    code, out = setanon("load", "table", str(write(tmp_path / "e.csv", "")), "--name", "t",
+                        "--id", "id", "--set-column", "items", *db_url.args)
+    assert code == 2 and "is empty (0 bytes)" in out
 
 
 def test_bad_schema_name(tmp_path: Path) -> None:

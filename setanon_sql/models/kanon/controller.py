@@ -26,6 +26,7 @@ from setanon_sql.models.kanon.single_valued import (
     numeric_step,
 )
 from setanon_sql.models.kanon.work import Work
+from setanon_sql.progress import report
 
 
 @dataclass
@@ -163,6 +164,9 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
     result = Anonymization(plan, work, losses, live, totals)
     while active:  # l.2
         started = time.perf_counter()
+        # No bound on the rounds is known in advance: the display shows elapsed time and growth.
+        report("search", f"round {len(result.history) + 1}: {max_cls:,} classes, "
+                         f"{len(active)} attribute(s) still specializable, {live:,} records kept")
         scores = {qi.no: ncp(work, qi, losses[qi.no], live) for qi in active}
         chosen = max(active, key=lambda qi: scores[qi.no])  # l.4: first of the largest NCP
         entry: dict[str, Any] = {"attribute": chosen.name, "ncp": round(scores[chosen.no], 6)}

@@ -16,6 +16,7 @@ from typing import Any
 
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import itemset_nodes, violating_itemsets
+from setanon_sql.progress import report_shrinking
 
 
 def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
@@ -29,6 +30,8 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
         backend.materialize(violations, violating_itemsets(generalized, ell), {"k": k})
         backend.drop_table(generalized)
         found = gen.row_count(violations)
+        first = history[0]["violating_itemsets"] if history else found
+        report_shrinking("search", f"violating {ell}-itemsets", first, found, len(history) + 1)
         if not found:
             backend.drop_table(violations)
             return history

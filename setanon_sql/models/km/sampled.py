@@ -26,6 +26,7 @@ from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.progress import report
 
 
 def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
@@ -58,6 +59,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
         b.drop_table(groups)
         b.drop_table(generalized)
         bad = violating_count(b, violations)
+        report("search", f"size {ell}: round {len(history) + 1}, {bad:,} of {drawn:,} "
+                         "sampled itemsets violate k", done=drawn - bad, total=max(drawn, 1))
         if not bad:
             b.drop_table(violations)
             b.drop_table(keys)

@@ -20,6 +20,7 @@ from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
 from setanon_sql.models.prho.rules import exact_rules, fresh, original_levels, suppress
 from setanon_sql.models.rho.check import CheckShape
+from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
 
@@ -34,12 +35,15 @@ def run_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
                                                min(shape.max_q, shape.width - 1))
                if constraint.per_record else [])
     cur, history = base, []
+    first_rules = 0
     for round_no in range(1, 10**9):
         started = time.perf_counter()
         rules = fresh(backend, table, "rules")
         exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,
                     chosen.rho, rules)
         n_rules = int(backend.scalar("prho_count_rows", tables={"t": rules}))
+        first_rules = first_rules if round_no > 1 else n_rules
+        report_shrinking("search", "sensitive rules above rho", first_rules, n_rules, round_no)
         if n_rules == 0:
             history.append({"round": round_no, "unsafe_rules": 0,
                             "seconds": round(time.perf_counter() - started, 3)})

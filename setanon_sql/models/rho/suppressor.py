@@ -43,6 +43,7 @@ from setanon_sql.models.rho.suppression import (
     candidates_query,
     picks_query,
 )
+from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
 WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "picks", "blocked", "dels")
@@ -75,10 +76,13 @@ class Suppressor:
         backend.materialize(istat0, "rho_istat0", tables={"base": base})
         supx, win, rules = self._count_all(base, None)
         cur, pointer, history, fresh = base, 0, [], True
+        first_unsafe = 0
         for round_no in range(1, 10**9):
             started = time.perf_counter()
             n_unsafe, at_or_after, first = backend.query("rho_rule_summary", {"w": pointer},
                                                          {"rules": rules})[0]
+            first_unsafe = first_unsafe if round_no > 1 else int(n_unsafe)
+            report_shrinking("search", "unsafe rules", first_unsafe, int(n_unsafe), round_no)
             if int(n_unsafe) == 0 and not fresh:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
                 supx, win, rules = self._count_all(cur, supx)

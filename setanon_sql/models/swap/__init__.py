@@ -70,6 +70,7 @@ from setanon_sql.models.swap.swapping import (
 )
 from setanon_sql.models.swap.verify import hidden_counts, verify_swap
 from setanon_sql.names import staging_table
+from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 from setanon_sql.workload import cap_items, check_itemset_mining
 
@@ -131,11 +132,18 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     clock = time.perf_counter()
     seconds: dict[str, float] = {}
 
+    steps = ("categories", "tendency", "destinations", "swap")
+
     def lap(name: str) -> None:
         nonlocal clock
         now = time.perf_counter()
         seconds[name] = round(now - clock, 3)
         clock = now
+        done = steps.index(name) + 1 if name in steps else len(steps)
+        if done < len(steps):
+            report("search", f"step {done + 1} of {len(steps)}: {steps[done]}", done, len(steps))
+
+    report("search", f"step 1 of {len(steps)}: {steps[0]}", 0, len(steps))
 
     tables = {name: context.table(name) for name in (*_SCRATCH, "pairs", "capped")}
     original = items
