@@ -8,6 +8,7 @@ not publishable, 2 usage or input error, 3 database error, 4 verification inconc
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import signal
 import socket
@@ -57,6 +58,16 @@ def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None
 _QUIET_OPTION = click.option(
     "-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
     help="no progress display on stderr (it is also off when stderr is not a terminal)")
+
+
+_JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True,
+    help="print the result as one JSON document on stdout (for scripts); messages stay on stderr")
+
+
+def _emit_json(document: Any) -> None:
+    """The result of a command for a script: one JSON document, nothing else on stdout."""
+    click.echo(json.dumps(document, indent=2, default=str))
 
 
 @contextmanager
@@ -380,10 +391,12 @@ def attach(db: Backend, name: str, table: str, record_column: str, item_column: 
                    "or reported until 'setanon verify' passes")
 @_WAIT_OPTION
 @_QUIET_OPTION
+@_JSON_OPTION
 @db_options
 @click.pass_context
 def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int | None,
-              in_place: bool, dry_run: bool, no_verify: bool, wait: float) -> None:
+              in_place: bool, dry_run: bool, no_verify: bool, wait: float,
+              as_json: bool) -> None:
     """Anonymize a dataset with a privacy model; prints the run id.
 
     The model's own options follow --model; 'setanon models' lists them. The finished run is
@@ -406,8 +419,15 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
     with _status(f"anonymizing {name} with {model}"):
         run_id = api.anonymize(db, dataset, chosen, params, seed, in_place, dry_run, wait,
                                check=not no_verify)
-    click.echo(run_id)
     done = api.get_run(db, dataset, run_id)
+    if as_json:
+        _emit_json({
+            **_run_document(done, name),
+            "covered": (done.verification_detail or {}).get("covered"),
+            "dry_run": api.preview_in_place(db, dataset, done) if dry_run else None,
+            "in_place": api.in_place_figures(db, run_id) if in_place and not dry_run else None})
+        return
+    click.echo(run_id)
     if done.verification is None:
         click.echo(f"run {run_id} was not verified (--no-verify): 'setanon verify {name} "
                    f"--run {run_id}' before exporting it", err=True)
@@ -415,8 +435,7 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
         covered = (done.verification_detail or {}).get("covered", "")
         click.echo(f"run {run_id} verification {done.verification}: {covered}", err=True)
     if dry_run:
-        run = api.get_run(db, dataset, run_id)
-        click.echo(format_preview(api.preview_in_place(db, dataset, run)))
+        click.echo(format_preview(api.preview_in_place(db, dataset, done)))
     elif in_place:
         click.echo(format_applied(run_id, api.in_place_figures(db, run_id)))
 
@@ -425,8 +444,9 @@ def anonymize(ctx: click.Context, db: Backend, name: str, model: str, seed: int 
 @click.argument("name")
 @click.option("--run", "run", default="latest", show_default=True, help="run id or 'latest'")
 @_QUIET_OPTION
+@_JSON_OPTION
 @db_options
-def verify(db: Backend, name: str, run: str) -> None:
+def verify(db: Backend, name: str, run: str, as_json: bool) -> None:
     """Check a run's output against its privacy guarantee (exit code 1 if it is not met).
 
     \b
@@ -437,11 +457,16 @@ def verify(db: Backend, name: str, run: str) -> None:
     found = api.get_run(db, dataset, run)
     with _status(f"verifying run {found.run_id} of {name}"):
         result = api.verify(db, dataset, found)
-    verdict = {"passed": "guarantee met", "failed": "GUARANTEE NOT MET",
-               "inconclusive": "INCONCLUSIVE (a sampled check could not decide)"}[result.outcome]
-    click.echo(f"run {found.run_id} ({found.model}): {verdict}; checked {result.covered}")
-    for key, value in result.details.items():
-        click.echo(f"  {key}: {value}")
+    if as_json:
+        _emit_json({**_run_document(found, name), "verification": result.outcome,
+                    "covered": result.covered, "details": result.details})
+    else:
+        verdict = {"passed": "guarantee met", "failed": "GUARANTEE NOT MET",
+                   "inconclusive": "INCONCLUSIVE (a sampled check could not decide)"
+                   }[result.outcome]
+        click.echo(f"run {found.run_id} ({found.model}): {verdict}; checked {result.covered}")
+        for key, value in result.details.items():
+            click.echo(f"  {key}: {value}")
     if result.outcome != "passed":
         raise api.verification_error(dataset, found, result)
 
@@ -456,9 +481,10 @@ def verify(db: Backend, name: str, run: str) -> None:
 @click.option("--column", default=None, help="set-valued column to write as FIMI")
 @click.option("--mapping", default=None, help="also write item<TAB>label of a generalization")
 @_QUIET_OPTION
+@_JSON_OPTION
 @db_options
 def export(db: Backend, name: str, run: str | None, fmt: str, output: str, column: str | None,
-           mapping: str | None) -> None:
+           mapping: str | None, as_json: bool) -> None:
     """Export a dataset (as loaded, or as published by a run) to FIMI, CSV or TSV.
 
     A run is exported only when it finished and passed verification; otherwise nothing is
@@ -472,7 +498,10 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
     found = api.get_run(db, dataset, run) if run else None
     with _status(f"exporting {name}"):
         target = api.export_dataset(db, dataset, output, fmt, found, column, mapping)
-    if found is None:
+    if as_json:
+        _emit_json({"file": str(target), "format": fmt, "mapping": mapping, "raw": found is None,
+                    "run": None if found is None else _run_document(found, name)})
+    elif found is None:
         click.echo(f"wrote {target}: the RAW data of {name!r} as loaded, NOT anonymized "
                    "(pass --run to export a run's output)")
     else:
@@ -485,8 +514,9 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
 @click.argument("name", required=False)
 @click.option("--cleanup", is_flag=True,
               help="drop the tables (and DuckDB spill) of runs that did not finish")
+@_JSON_OPTION
 @db_options
-def runs(db: Backend, name: str | None, cleanup: bool) -> None:
+def runs(db: Backend, name: str | None, cleanup: bool, as_json: bool) -> None:
     """List runs (of one dataset, or all); --cleanup removes what killed runs left.
 
     A run whose process died (killed, crashed) is shown as abandoned; its tables are removed by
@@ -498,10 +528,17 @@ def runs(db: Backend, name: str | None, cleanup: bool) -> None:
     """
     if name:
         api.get_dataset(db, name)
-    if cleanup:
-        cleaned = api.cleanup_runs(db)
+    cleaned = api.cleanup_runs(db) if cleanup else None
+    if cleaned is not None and not as_json:
         click.echo(f"cleaned up {len(cleaned)} run(s) that did not finish: {cleaned}")
     rows = api.list_runs(db, name)
+    if as_json:
+        processes = run_processes(db)
+        _emit_json({"cleaned_up": cleaned, "runs": [
+            {**row, "status": _STATUS.get(row["status"], row["status"]),
+             "options": _cli_params(row["params"]), "process": processes.get(row["run_id"])}
+            for row in rows]})
+        return
     if not rows:
         click.echo("no runs yet")
         return
@@ -524,6 +561,13 @@ _STATUS = {"done": "finished"}
 _VERIFIED = {"passed": "yes", "failed": "FAILED", "inconclusive": "inconclusive"}
 
 
+def _run_document(run: api.Run, dataset: str) -> dict[str, Any]:
+    """A run for --json output: who it is, what it was asked and how its check went."""
+    return {"run_id": run.run_id, "dataset": dataset, "model": run.model, "params": run.params,
+            "options": _cli_params(run.params), "seed": run.seed,
+            "verification": run.verification}
+
+
 def _cli_params(params: dict[str, Any]) -> str:
     """A run's parameters as the options that give them ('--k 5 --m 2 --no-metrics')."""
     parts = []
@@ -543,8 +587,9 @@ def _cli_params(params: dict[str, Any]) -> str:
 
 
 @main.command()
+@_JSON_OPTION
 @db_options
-def datasets(db: Backend) -> None:
+def datasets(db: Backend, as_json: bool) -> None:
     """List the datasets in the database.
 
     \b
@@ -552,6 +597,11 @@ def datasets(db: Backend) -> None:
       setanon datasets --db duckdb:///claims.duckdb
     """
     rows = db.query("dataset_list", tables=db.catalog_tables("datasets"))
+    if as_json:
+        _emit_json([{"id": int(dataset_id), "name": name, "kind": kind, "source": source,
+                     "records": int(n_records)}
+                    for dataset_id, name, kind, source, n_records in rows])
+        return
     if not rows:
         click.echo("no datasets yet; load one with 'setanon load transactions FILE --name NAME'")
     for dataset_id, name, kind, source, n_records in rows:
@@ -588,9 +638,10 @@ def drop(db: Backend, name: str, force: bool) -> None:
               help="leave records longer than this many items out of the estimate (said in the "
                    "output) [default: every record]")
 @_QUIET_OPTION
+@_JSON_OPTION
 @db_options
 def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: str | None,
-         seed: int, max_items: int | None) -> None:
+         seed: int, max_items: int | None, as_json: bool) -> None:
     """Estimate how identifying a dataset's itemsets are, before choosing k and m.
 
     Prints, for each size l <= m, the share of the data's l-itemsets held by one record only
@@ -603,6 +654,10 @@ def risk(db: Backend, name: str, m: int, epsilon: float, delta: float, column: s
     dataset = api.get_dataset(db, name)
     with _status(f"sampling itemsets of {name}"):
         found = api.estimate_unicity(db, dataset, m, seed, epsilon, delta, column, max_items)
+    if as_json:
+        _emit_json({"dataset": name, "m": m, "epsilon": epsilon, "delta": delta, "seed": seed,
+                    "max_items_per_record": max_items, "sizes": found})
+        return
     click.echo(f"unicity of {name} (share of l-itemsets held by one record; "
                f"+-{epsilon:g} with confidence {1 - delta:g}):")
     if found and found[0]["records_left_out"]:
