@@ -49,8 +49,10 @@ def _err(message: str) -> None:
 
 
 def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    from setanon_sql.progress_display import QUIET_KEY
+
     if value:
-        ctx.meta["setanon.quiet"] = True
+        ctx.meta[QUIET_KEY] = True
 
 
 # Accepted before the command (setanon --quiet anonymize ...) and after it; ctx.meta is shared
@@ -74,11 +76,9 @@ def _emit_json(document: Any) -> None:
 def _status(message: str) -> Iterator[None]:
     """The progress display (phase, bar, elapsed and time left) on a terminal, unless --quiet;
     nothing in logs, pipes or CI."""
-    from setanon_sql.progress_display import progress_shown
+    from setanon_sql.progress_display import command_progress
 
-    ctx = click.get_current_context(silent=True)
-    quiet = bool(ctx is not None and ctx.meta.get("setanon.quiet"))
-    with progress_shown(message, quiet):
+    with command_progress(message):
         yield
 
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -69,4 +70,16 @@ def progress_shown(message: str, quiet: bool = False,
         return
     with new_progress(console or Console(stderr=True)) as progress, \
             reporting_to(ProgressDisplay(progress, message)):
+        yield
+
+
+QUIET_KEY = "setanon.quiet"
+
+
+@contextmanager
+def command_progress(message: str) -> Iterator[None]:
+    """:func:`progress_shown` for the running click command: quiet when ``--quiet`` was given
+    before or after the command (recorded under QUIET_KEY in the shared ``ctx.meta``)."""
+    ctx = click.get_current_context(silent=True)
+    with progress_shown(message, bool(ctx is not None and ctx.meta.get(QUIET_KEY))):
         yield

@@ -185,7 +185,11 @@ def report_command(db_options: Callable[[Callable[..., Any]], Callable[..., Any]
         dataset = get_dataset(db, name)
         found = get_run(db, dataset, run) if run else None
         several = [get_run(db, dataset, i) for i in parse_run_ids(runs)] if runs else None
-        text = render_report(db, dataset, found, several, choose_format(fmt, output), verify)
+        from setanon_sql.progress_display import command_progress
+
+        with command_progress(f"reporting on {name}"):
+            text = render_report(db, dataset, found, several, choose_format(fmt, output),
+                                 verify)
         if output:
             Path(output).write_text(text if text.endswith("\n") else text + "\n",
                                     encoding="utf-8")

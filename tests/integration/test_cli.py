@@ -148,3 +148,12 @@ def test_generate_claims_and_bad_parameters_leave_no_run(db_url: DbUrl) -> None:
     assert code == 2 and "--k" in out
     code, out = setanon("runs", *db_url.args)
     assert out.strip() == "no runs yet"
+
+
+def test_quiet_before_or_after_the_command(db_url: DbUrl, tmp_path: Path) -> None:
+    data = str(write(tmp_path / "b.dat", "1 2\n1 2\n2 3\n1 3\n"))
+    code, out = setanon("--quiet", "load", "transactions", data, "--name", "b", *db_url.args)
+    assert (code, out.strip()) == (0, "loaded b: 4 records, 3 distinct items")
+    code, out = setanon("anonymize", "b", "--model", "swap", "--random-categories", "2",
+                        "--no-metrics", "--seed", "1", "-q", *db_url.args)
+    assert code == 0 and out.splitlines()[0] == "1"
