@@ -252,12 +252,12 @@ class DuckDBBackend(Backend):
         """
         if self.path == ":memory:":
             return []
+        removed = self._remove_stale_run_note()
         directory = Path(f"{self.path}.tmp")
         if not directory.is_dir():
-            return []
+            return removed
         in_use = {Path(p).name for (p, _size) in self.execute(
             "SELECT path, size FROM duckdb_temporary_files()", fetch=True)}
-        removed = []
         for entry in directory.iterdir():
             if entry.name in in_use or entry.name.startswith(f"duckdb_temp_{os.getpid()}_"):
                 continue
@@ -269,6 +269,19 @@ class DuckDBBackend(Backend):
         if not any(directory.iterdir()):
             directory.rmdir()
         return removed
+
+    def _remove_stale_run_note(self) -> list[Path]:
+        """Remove the run note a dead process left: this connection holds the file's lock, so a
+        note naming another process speaks of one that no longer has the file open."""
+        note = _run_note(self.path)
+        try:
+            noted_pid = note.read_text().split()[1]
+        except (OSError, IndexError):
+            return []
+        if noted_pid == str(os.getpid()):
+            return []
+        note.unlink(missing_ok=True)
+        return [note]
 
     def _read_file(self, path: Path, n_columns: int | None, sql: str,
                    params: dict[str, Any]) -> None:

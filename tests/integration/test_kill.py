@@ -113,6 +113,9 @@ def test_sigkill_leaves_an_abandoned_run_that_is_cleaned(claims: DbUrl) -> None:
                              text=True, timeout=TIMEOUT)
     assert cleanup.returncode == 0, cleanup.stderr
     assert f"[{run_id}]" in cleanup.stdout
+    file = duckdb_file(claims)
+    if file is not None:  # the dead run's note (run id, pid) goes with it
+        assert not Path(f"{file}.setanon-run").exists()
     with api.open_database(claims.url, claims.schema) as db:
         assert db.table_names(f"r{run_id}_") == []
         assert run_row(db) == (run_id, "abandoned", "search", process.pid)
