@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 from setanon_sql import api
 from setanon_sql.models import require_model
+from setanon_sql.progress import Step, reporting_to
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
@@ -34,6 +36,14 @@ def kind(sql: str) -> str:
         verb = sql.lstrip().split()[0].upper()
         return f"{verb.lower()} {found.group(1)}"
     return " ".join(sql.split()[:4])[:40]
+
+
+class Printer:
+    """Progress lines with the time, on stderr (what a run is doing while it runs)."""
+
+    def show(self, step: Step) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {step.phase}: {step.detail}", file=sys.stderr,
+              flush=True)
 
 
 def main() -> None:
@@ -56,7 +66,8 @@ def main() -> None:
               "m": args.m}
     db.statement_log = []
     started = time.perf_counter()
-    api.anonymize(db, dataset, require_model("rho"), params, seed=args.seed)
+    with reporting_to(Printer()):
+        api.anonymize(db, dataset, require_model("rho"), params, seed=args.seed)
     total = time.perf_counter() - started
     log, db.statement_log = db.statement_log, None
     run = api.get_run(db, dataset, "latest")

@@ -24,6 +24,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.check import check_stage
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.suppressor import Suppressor
+from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 
 
@@ -41,6 +42,8 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
     for stage_width in range(2, width + 1):
         stage_q = stage_width - 1 if stage_width < width else max_q
         rows = check_stage(backend, cur, sens, stage_width, stage_q, params.m)
+        report("search", f"stage {stage_q} of {max_q}: qids of up to {stage_q} items, "
+                         f"{rows:,} (record, itemset) rows")
         suppressor = Suppressor(backend, context, params, sens, stage_width, stage_q,
                                 stage=stage_width - 1, round_offset=len(history))
         cur, rounds = suppressor.run(base, cur)
