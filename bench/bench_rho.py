@@ -175,7 +175,8 @@ def main() -> None:
             print(f"| {label} | {heuristic} | {db.name} | {len(original)} | {f['occurrences']} | "
                   f"{f['suppressed']} | {f['suppressed_share']:.3f} | {f['symmetric_kl']:.2e} | "
                   f"{j70:.3f} | {j30:.3f} | {f['partitions']} | {f['rounds']} | {seconds:.1f} | "
-                  f"{'ok' if verified.ok else 'FAIL'} ({verify_seconds:.0f} s) | {brute} | {args.m or 'all'} | "
+                  f"{'ok' if verified.ok else 'FAIL'} ({verify_seconds:.0f} s) | "
+                  f"{brute} | {args.m or 'all'} | "
                   f"{os.getloadavg()[0]:.1f} |", flush=True)
             for stage in f.get("stages", []):
                 print(f"|   stage: qids of {stage['qid_size']} | {stage['rows_enumerated']:,} "
