@@ -78,47 +78,16 @@ def mismatch_query(kept: exp.Table, fresh: exp.Table, width: int) -> exp.Select:
             .join(with_alias(fresh, "b"), on=on, join_type="full").where(differs))
 
 
-def pivot_query(chosen: exp.Table, istat: exp.Table, width: int) -> exp.Select:
-    """(rule_id, pivot): the item of X with the fewest occurrences now (ties: smallest id).
-
-    The records C(X) are found from the pivot's occurrences: starting from x1 (the smallest
-    item id, often a popular page) joined every rule with thousands of records per rule and
-    was the costliest statement of a round (BMS-WebView-1, first 20,000 records, ``--m 2``:
-    28% of the run).
-    """
-    parts: list[exp.Select] = []
-    for j, x in enumerate(xs(width), start=1):
-        parts.append(exp.select(col("rule_id"), col("part"), col(x).as_("item_id", quoted=True))
-                     .from_(chosen.copy())
-                     .where(exp.and_(col(x).neq(exp.Literal.number(0)),
-                                     col("size") >= exp.Literal.number(j))))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    order = exp.Order(expressions=[exp.Ordered(this=col("n", "i")),
-                                   exp.Ordered(this=col("item_id", "u"))])
-    ranked = (exp.select(col("rule_id", "u"), col("item_id", "u").as_("pivot", quoted=True),
-                         exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id", "u")],
-                                    order=order).as_("o", quoted=True))
-              .from_(union.subquery("u"))
-              .join(with_alias(istat, "i"), on=exp.and_(col("part", "i").eq(col("part", "u")),
-                                                       col("item_id", "i").eq(
-                                                           col("item_id", "u")))))
-    return (exp.select(col("rule_id"), col("pivot")).from_(ranked.subquery("r"))
-            .where(col("o").eq(exp.Literal.number(1))))
-
-
-def members_from_cur(backend: Backend, chosen: exp.Table, pivots: exp.Table, cur: exp.Table,
+def members_from_cur(backend: Backend, chosen: exp.Table, cur: exp.Table,
                      width: int) -> exp.Select:
     """(rule_id, rnk, record_id, hkey): the records of ``cur`` holding every item of X.
 
-    The pivot's occurrences (:func:`pivot_query`) are joined with the rest of X.
     ``hkey`` = md5(seed:round:rule:record), compared byte-wise, orders a rule's records at
     random, so the records that lose an item are reproducible from ``:seed`` and the same on
     every backend (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
     """
     text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
-            exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t0"), "TEXT")]
+            exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t1"), "TEXT")]
     joined: exp.Expr = text[0]
     for piece in text[1:]:
         joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
@@ -126,16 +95,15 @@ def members_from_cur(backend: Backend, chosen: exp.Table, pivots: exp.Table, cur
     hkey = backend.binary_sort_key(exp.func("md5", joined))
     parts: list[exp.Select] = []
     for k in range(2, width + 1):
-        query = (exp.select(col("rule_id", "c"), col("rnk", "c"), col("record_id", "t0"),
+        query = (exp.select(col("rule_id", "c"), col("rnk", "c"), col("record_id", "t1"),
                             hkey.copy().as_("hkey", quoted=True))
                  .from_(with_alias(chosen, "c"))
-                 .join(with_alias(pivots, "v"), on=col("rule_id", "v").eq(col("rule_id", "c")))
-                 .join(with_alias(cur, "t0"), on=exp.and_(
-                     col("part", "t0").eq(col("part", "c")),
-                     col("item_id", "t0").eq(col("pivot", "v")))))
-        for j in range(1, k + 1):
+                 .join(with_alias(cur, "t1"), on=exp.and_(
+                     col("part", "t1").eq(col("part", "c")),
+                     col("item_id", "t1").eq(col("x1", "c")))))
+        for j in range(2, k + 1):
             query = query.join(with_alias(cur, f"t{j}"), on=exp.and_(
-                col("record_id", f"t{j}").eq(col("record_id", "t0")),
+                col("record_id", f"t{j}").eq(col("record_id", "t1")),
                 col("item_id", f"t{j}").eq(col(f"x{j}", "c"))))
         parts.append(query.where(col("size", "c").eq(exp.Literal.number(k))))
     union: exp.Query = parts[0]

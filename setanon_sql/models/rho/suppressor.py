@@ -31,7 +31,6 @@ from setanon_sql.models.rho.incremental import (
     delta_query,
     members_from_cur,
     mismatch_query,
-    pivot_query,
     subtract_statement,
     touched_query,
 )
@@ -47,7 +46,7 @@ from setanon_sql.models.rho.suppression import (
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
-WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "members", "picks", "blocked", "dels")
+WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "picks", "blocked", "dels")
 
 
 @dataclass
@@ -205,10 +204,8 @@ class Suppressor:
         chosen = self._fresh("chosen")
         backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
                             {"cand": cand, "istat": istat, "rules": rules})
-        pivots = self._fresh("pivots")
-        backend.materialize(pivots, pivot_query(chosen, istat, self.width))
         members = self._fresh("members")
-        backend.materialize(members, members_from_cur(backend, chosen, pivots, cur, self.width),
+        backend.materialize(members, members_from_cur(backend, chosen, cur, self.width),
                             {"seed": self.context.seed or 0, "round": round_no})
         picks = self._fresh("picks")
         backend.materialize(picks, picks_query(chosen, members))
