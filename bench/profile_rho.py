@@ -16,6 +16,7 @@ import re
 import sys
 import time
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 from setanon_sql import api
@@ -25,7 +26,7 @@ from setanon_sql.progress import Step, reporting_to
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
          "retail": DATA / "retail/retail.dat"}
-TARGET = re.compile(r'(?:CREATE TABLE|UPDATE|DROP TABLE IF EXISTS)\s+(?:"[^"]+"\.)?"?'
+TARGET = re.compile(r'(?:CREATE TABLE|UPDATE|DROP TABLE IF EXISTS)\s+(?:"[^"]+"\.)*"?'
                     r'r\d+_([a-z_]+?)(?:\d+x?\d*)?"?[\s(]', re.IGNORECASE)
 
 
@@ -39,17 +40,38 @@ def kind(sql: str) -> str:
 
 
 class Printer:
-    """Progress lines with the time, on stderr (what a run is doing while it runs)."""
+    """Progress lines with the time, on stderr; notes where each stage's statements start."""
+
+    def __init__(self, log: list[tuple[str, float]]) -> None:
+        self.log = log
+        self.marks: list[tuple[str, int]] = [("setup", 0)]
 
     def show(self, step: Step) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {step.phase}: {step.detail}", file=sys.stderr,
               flush=True)
+        if step.detail.startswith("stage "):
+            self.marks.append((step.detail.split(":")[0], len(self.log)))
+
+
+def summarize(title: str, log: list[tuple[str, float]], total: float, top: int) -> None:
+    """The statements of one part of the run, by what they build, costliest first."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for sql, seconds in log:
+        cell = sums[kind(sql)]
+        cell[0] += seconds
+        cell[1] += 1
+    part = sum(seconds for seconds, _ in sums.values())
+    print(f"\n{title}: {part:.1f} s\n\n| statement | calls | seconds | share of run |\n"
+          "|---|---|---|---|")
+    for name, (seconds, calls) in sorted(sums.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"| {name} | {int(calls)} | {seconds:.1f} | {seconds / total:.1%} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="duckdb:////tmp/rho_prof/prof.duckdb")
     parser.add_argument("--data", default="bms1")
+    parser.add_argument("--file", default=None, help="a FIMI file instead of --data's")
     parser.add_argument("--heuristic", default="mine")
     parser.add_argument("--rho", type=float, default=0.7)
     parser.add_argument("--fraction", type=float, default=0.4)
@@ -60,13 +82,14 @@ def main() -> None:
     args = parser.parse_args()
     Path("/tmp/rho_prof").mkdir(exist_ok=True)
     db = api.open_database(args.backend, "rhoprof")
-    dataset = api.find_dataset(db, args.data) or api.load_transactions(db, FILES[args.data],
-                                                                      args.data)
+    source = Path(args.file) if args.file else FILES[args.data]
+    dataset = api.find_dataset(db, args.data) or api.load_transactions(db, source, args.data)
     params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
               "m": args.m}
     db.statement_log = []
+    printer = Printer(db.statement_log)
     started = time.perf_counter()
-    with reporting_to(Printer()):
+    with reporting_to(printer):
         api.anonymize(db, dataset, require_model("rho"), params, seed=args.seed)
     total = time.perf_counter() - started
     log, db.statement_log = db.statement_log, None
@@ -81,14 +104,9 @@ def main() -> None:
     for entry in f["history"]:
         print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
               f"{entry.get('suppressed', '')} | {entry['seconds']} |")
-    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-    for sql, seconds in log:
-        cell = sums[kind(sql)]
-        cell[0] += seconds
-        cell[1] += 1
-    print("\n| statement | calls | seconds | share |\n|---|---|---|---|")
-    for name, (seconds, calls) in sorted(sums.items(), key=lambda kv: -kv[1][0])[:args.top]:
-        print(f"| {name} | {int(calls)} | {seconds:.1f} | {seconds / total:.1%} |")
+    bounds = [*printer.marks, ("end", len(log))]
+    for (name, lo), (_, hi) in pairwise(bounds):
+        summarize(name, log[lo:hi], total, args.top)
     if args.verify:
         started = time.perf_counter()
         result = api.verify(db, dataset, run)
