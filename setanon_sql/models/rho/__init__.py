@@ -6,7 +6,8 @@ sensitive item not in q) may hold with confidence above ρ. Occurrences of items
 chosen item types (``--heuristic global``). The output is a record-by-record subset of the
 input. Optional: ``--m`` bounds the adversary's knowledge to m items (reported with the result),
 ``--t-max`` partitions the data (divide-and-conquer, Alg. 3; see :mod:`.dnc` for why the union
-of safe partitions is safe).
+of safe partitions is safe). The suppressor runs in stages of growing qid size (1 item, 2, ...
+up to m), the last of which is the exact check (:mod:`.stages`).
 """
 
 from __future__ import annotations
