@@ -99,3 +99,15 @@ def test_a_stage_out_of_reach_is_refused_with_the_m_that_fits(
     with pytest.raises(UsageError, match=r"the stage for qids of 3 items would enumerate about "
                                          r"\d+ .*--m 2 instead of --m 3"):
         check.check_stage(db, items, sens, 4, 3, 3)
+
+
+def test_a_first_stage_out_of_reach_suggests_shorter_records(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3\n1 2\n"), "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    sens = db.table("t_sens")
+    db.materialize(sens, exp.select(exp.Literal.number(2).as_("item_id", quoted=True)))
+    monkeypatch.setattr(check, "MAX_SECONDS", 0.0)
+    with pytest.raises(UsageError, match=r"qids of 1 items would .*use the records with at "
+                                         r"most 5 items"):
+        check.check_stage(db, items, sens, 2, 1, 1)

@@ -107,8 +107,10 @@ def check_stage(backend: Backend, cur: exp.Table, sens: exp.Table, width: int, m
             f"the stage for qids of {max_q} items would enumerate about {rows:,} (record, "
             f"itemset) rows of the data made safe for qids of up to {max_q - 1} items (records "
             f"now have up to {longest} items), an estimated {seconds / 3600:,.1f} hours at the "
-            f"measured rate (limit {MAX_SECONDS / 3600:g} h): bound the adversary's knowledge "
-            f"with --m {max_q - 1}" + ("" if m is None else f" instead of --m {m}"))
+            f"measured rate (limit {MAX_SECONDS / 3600:g} h): "
+            + (f"bound the adversary's knowledge with --m {max_q - 1}"
+               + ("" if m is None else f" instead of --m {m}") if max_q > 1
+               else "use the records with at most 5 items"))
     return rows
 
 
