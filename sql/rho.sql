@@ -162,3 +162,12 @@ dist AS (
 SELECT sum(0.5 * pp * ln(pp / ((pp + qq) / 2))
            + CASE WHEN qq > 0 THEN 0.5 * qq * ln(qq / ((pp + qq) / 2)) ELSE 0 END)
 FROM dist
+
+-- name: rho_length_sensitive_histogram
+-- Records per (length, sensitive items held): how many itemsets an enumeration whose top level
+-- keeps only itemsets with a sensitive item produces.
+SELECT len, n_sens, count(*) AS n_records
+FROM (SELECT i.record_id, count(*) AS len, count(s.item_id) AS n_sens
+      FROM items AS i LEFT JOIN sens AS s ON s.item_id = i.item_id
+      GROUP BY i.record_id) AS r
+GROUP BY len, n_sens ORDER BY len, n_sens

@@ -68,3 +68,13 @@ def test_estimated_seconds_grow_with_rows_and_refuse_the_unbounded_full_data() -
     bms2_m2 = estimated_seconds(subset_rows({161: 1, 4: 77_511}, 3), 161, 3)
     assert estimated_seconds(10**6, 5, 3) < bms2_m2 < MAX_SECONDS
     assert estimated_seconds(subset_rows({161: 1}, 161), 161, 161) > MAX_SECONDS
+
+
+def test_pruned_rows_count_the_top_level_only_with_a_sensitive_item() -> None:
+    from setanon_sql.models.rho.check import pruned_rows
+
+    # a 5-item record with 2 sensitive items, qids up to 2: all 1- and 2-itemsets (5 + 10), and
+    # the 3-itemsets holding a sensitive item: C(5,3) - C(3,3) = 9.
+    assert pruned_rows({(5, 2): 1}, 3, 2) == 5 + 10 + 9
+    assert pruned_rows({(5, 0): 3}, 3, 2) == 3 * 15
+    assert pruned_rows({(2, 1): 4}, 3, 2) == 4 * 3  # shorter than the width: every subset

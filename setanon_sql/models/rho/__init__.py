@@ -6,7 +6,8 @@ sensitive item not in q) may hold with confidence above ρ. Occurrences of items
 chosen item types (``--heuristic global``). The output is a record-by-record subset of the
 input. Optional: ``--m`` bounds the adversary's knowledge to m items (reported with the result),
 ``--t-max`` partitions the data (divide-and-conquer, Alg. 3; see :mod:`.dnc` for why the union
-of safe partitions is safe).
+of safe partitions is safe). The suppressor runs in stages of growing qid size (1 item, 2, ...
+up to m), the last of which is the exact check (:mod:`.stages`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from setanon_sql.models.rho.dnc import base_query, split_points
 from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, parse_params
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.sensitive import build_sensitive
-from setanon_sql.models.rho.suppressor import Suppressor
+from setanon_sql.models.rho.stages import run_stages
 from setanon_sql.models.rho.target import suppression_target
 from setanon_sql.models.rho.verify import verify_run
 from setanon_sql.runs import RunContext
@@ -36,10 +37,10 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     chosen = parse_params(params)
     attribute, items, dictionary = suppression_target(backend, dataset, chosen.column,
                                                       "--model rho")
-    shape = check_shape(backend, items, chosen.m)
     sens = context.table("sensitive")
     context.figures.update(build_sensitive(backend, sens, items, dictionary, chosen.sensitive,
                                            chosen.sensitive_fraction, context.seed or 0))
+    shape = check_shape(backend, items, chosen.m, sens, deferred_top=chosen.m is not None)
     starts = [0]
     ranks = context.table("ranks")
     if chosen.t_max is not None:
@@ -49,15 +50,17 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     base = context.table("base")
     backend.materialize(base, base_query(items, ranks, starts))
     backend.drop_table(ranks)
-    suppressor = Suppressor(backend, context, chosen, sens, shape.width, shape.max_q)
-    final, history = (base, []) if shape.width < 2 else suppressor.run(base)
+    final, history, stages, mismatches = (
+        (base, [], [], 0) if shape.width < 2 else
+        run_stages(backend, context, chosen, sens, base, shape.width, shape.max_q))
     context.set_phase("publish")
     out = context.table(f"items_{attribute.attr_no}")
     backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
     if final is not base:
         backend.drop_table(final)
     backend.drop_table(base)
-    context.figures["support_mismatches"] = suppressor.mismatches
+    context.figures["support_mismatches"] = mismatches
+    context.figures["stages"] = stages
     _figures(backend, context, items, out, chosen.m, shape.max_q, starts, history)
 
 

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError
-from setanon_sql.models.rho.qids import build_supports, subset_rows, unsafe_rules_query
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
 
 # Throughput of the suppressor on DuckDB, 2 shared cores (BENCHMARKS.md, the rho part, BMS-WebView-2
 # full, --m 1 and --m 2): the supports are counted from every (record, itemset) row twice (at
@@ -46,14 +46,43 @@ def estimated_seconds(rows: int, longest: int, width: int) -> float:
     return 2 * rows / COUNT_ROWS_PER_SECOND + ROUNDS * per_round
 
 
-def check_shape(backend: Backend, items: exp.Table, m: int | None) -> CheckShape:
-    """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m."""
-    lengths = {int(length): int(count) for length, count in
-               backend.query("rho_length_histogram", tables={"items": items})}
-    longest = max(lengths, default=0)
+def pruned_rows(histogram: dict[tuple[int, int], int], width: int, max_q: int) -> int:
+    """(record, itemset) rows of an enumeration up to ``width`` items whose levels above
+    ``max_q`` keep only itemsets holding a sensitive item; ``histogram`` maps (record length,
+    sensitive items of the record) to a number of records."""
+    rows = 0
+    for (length, n_sens), count in histogram.items():
+        for k in range(1, min(width, length) + 1):
+            rows += count * (comb(length, k) if k <= max_q
+                             else comb(length, k) - comb(length - n_sens, k))
+    return rows
+
+
+def _histogram(backend: Backend, items: exp.Table,
+               sens: exp.Table | None) -> dict[tuple[int, int], int]:
+    if sens is None:
+        return {(int(length), int(length)): int(count) for length, count in
+                backend.query("rho_length_histogram", tables={"items": items})}
+    return {(int(length), int(n_sens)): int(count) for length, n_sens, count in
+            backend.query("rho_length_sensitive_histogram", tables={"items": items,
+                                                                     "sens": sens})}
+
+
+def check_shape(backend: Backend, items: exp.Table, m: int | None,
+                sens: exp.Table | None = None, deferred_top: bool = False) -> CheckShape:
+    """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m.
+
+    With ``sens``, the level above the largest qid counts only itemsets holding a sensitive
+    item (see :func:`.qids.build_levels`); with ``deferred_top`` that level is left out of the
+    estimate: a staged run (:mod:`.stages`) checks it on the data as it is when it gets there.
+    """
+    histogram = _histogram(backend, items, sens)
+    longest = max((length for length, _ in histogram), default=0)
     width = longest if m is None else min(m + 1, longest)
-    rows = subset_rows(lengths, width)
-    seconds = estimated_seconds(rows, longest, width)
+    max_q = width - 1 if m is None else m
+    counted = min(width, max_q) if deferred_top else width
+    rows = pruned_rows(histogram, counted, max_q)
+    seconds = estimated_seconds(rows, longest, counted)
     if seconds > MAX_SECONDS:
         bound = "every subset of every record" if m is None else f"itemsets of up to {width}"
         raise UsageError(
@@ -62,7 +91,27 @@ def check_shape(backend: Backend, items: exp.Table, m: int | None) -> CheckShape
             f"measured rate (limit {MAX_SECONDS / 3600:g} h): bound the adversary's knowledge "
             f"with {'--m 2' if m is None else f'a smaller --m than {m}'} (the bound is "
             "reported with the result), or use the records with at most 5 items")
-    return CheckShape(width, width - 1 if m is None else m, rows)
+    return CheckShape(width, max_q, rows)
+
+
+def check_stage(backend: Backend, cur: exp.Table, sens: exp.Table, width: int, max_q: int,
+                m: int | None) -> int:
+    """Rows the stage of qids up to ``max_q`` items enumerates from ``cur`` (the data as the
+    earlier stages left it); a UsageError if that is out of reach."""
+    histogram = _histogram(backend, cur, sens)
+    longest = max((length for length, _ in histogram), default=0)
+    rows = pruned_rows(histogram, width, max_q)
+    seconds = estimated_seconds(rows, longest, width)
+    if seconds > MAX_SECONDS:
+        raise UsageError(
+            f"the stage for qids of {max_q} items would enumerate about {rows:,} (record, "
+            f"itemset) rows of the data made safe for qids of up to {max_q - 1} items (records "
+            f"now have up to {longest} items), an estimated {seconds / 3600:,.1f} hours at the "
+            f"measured rate (limit {MAX_SECONDS / 3600:g} h): "
+            + (f"bound the adversary's knowledge with --m {max_q - 1}"
+               + ("" if m is None else f" instead of --m {m}") if max_q > 1
+               else "use the records with at most 5 items"))
+    return rows
 
 
 def count_unsafe(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
@@ -70,7 +119,7 @@ def count_unsafe(backend: Backend, table: Callable[[str], exp.Table], cur: exp.T
     """(number of unsafe rules, highest confidence of a rule) of ``cur`` (part = 0)."""
     if shape.width < 2:
         return 0, 0.0
-    levels, supx = build_supports(backend, table, cur, shape.width)
+    levels, supx = build_supports(backend, table, cur, shape.width, sens, shape.max_q)
     rules = unsafe_rules_query(supx, sens, None, shape.width, shape.max_q)
     count = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(
         rules.subquery("r")), {"num": num, "den": den}))

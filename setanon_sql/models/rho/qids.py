@@ -34,18 +34,35 @@ def xs(width: int) -> list[str]:
     return [f"x{j}" for j in range(1, width + 1)]
 
 
-def level_query(cur: exp.Table, previous: exp.Table | None, k: int) -> exp.Select:
-    """Level k: one row (part, record_id, x1..xk) per record and k-itemset it contains."""
+def holds_sensitive(sens: exp.Table, items: list[exp.Expr]) -> exp.Expr:
+    """True iff one of ``items`` is a sensitive item type (an OR of IN-subqueries)."""
+    tests = [item.copy().isin(query=exp.select(col("item_id")).from_(sens.copy()))
+             for item in items]
+    return exp.or_(*tests) if len(tests) > 1 else tests[0]
+
+
+def level_query(cur: exp.Table, previous: exp.Table | None, k: int,
+                sens: exp.Table | None = None) -> exp.Select:
+    """Level k: one row (part, record_id, x1..xk) per record and k-itemset it contains.
+
+    With ``sens``, only the itemsets holding a sensitive item: a level above the largest qid
+    size holds nothing but the X = q + {e} of rules, and every such X holds its consequent e.
+    """
     if k == 1:
-        return exp.select(col("part"), col("record_id"),
-                          col("item_id").as_("x1", quoted=True)).from_(cur.copy())
+        first = exp.select(col("part"), col("record_id"),
+                           col("item_id").as_("x1", quoted=True)).from_(cur.copy())
+        return first if sens is None else first.where(holds_sensitive(sens, [col("item_id")]))
     assert previous is not None
     on = exp.and_(col("record_id", "c").eq(col("record_id", "p")),
                   col("item_id", "c") > col(f"x{k - 1}", "p"))
-    return (exp.select(col("part", "p"), col("record_id", "p"),
-                       *(col(x, "p") for x in xs(k - 1)),
-                       col("item_id", "c").as_(f"x{k}", quoted=True))
-            .from_(with_alias(previous, "p")).join(with_alias(cur, "c"), on=on))
+    query = (exp.select(col("part", "p"), col("record_id", "p"),
+                        *(col(x, "p") for x in xs(k - 1)),
+                        col("item_id", "c").as_(f"x{k}", quoted=True))
+             .from_(with_alias(previous, "p")).join(with_alias(cur, "c"), on=on))
+    if sens is not None:
+        query = query.where(holds_sensitive(
+            sens, [*(col(x, "p") for x in xs(k - 1)), col("item_id", "c")]))
+    return query
 
 
 def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
@@ -135,25 +152,33 @@ def subset_rows(lengths: dict[int, int], width: int) -> int:
 
 
 def build_levels(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
-                 width: int, purpose: str) -> list[exp.Table]:
+                 width: int, purpose: str, sens: exp.Table | None = None,
+                 max_q: int | None = None) -> list[exp.Table]:
     """Materialize the levels ``<purpose>1..<purpose><width>`` of ``cur`` (see
-    :func:`level_query`), each built from the one before."""
+    :func:`level_query`), each built from the one before.
+
+    With ``sens`` and ``max_q``, the levels above ``max_q`` keep only the itemsets holding a
+    sensitive item (they can only be the X of a rule); the qid levels are complete.
+    """
     levels: list[exp.Table] = []
     for k in range(1, width + 1):
         level = table(f"{purpose}{k}")
         backend.drop_table(level)
-        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k))
+        pruned = sens if sens is not None and max_q is not None and k > max_q else None
+        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k, pruned))
         levels.append(level)
     return levels
 
 
 def build_supports(backend: Backend, table: Callable[[str], exp.Table], cur: exp.Table,
-                   width: int) -> tuple[list[exp.Table], exp.Table]:
+                   width: int, sens: exp.Table | None = None,
+                   max_q: int | None = None) -> tuple[list[exp.Table], exp.Table]:
     """Materialize the levels lvl1..lvl_width of ``cur`` and the support table ``supx``.
 
-    ``table(purpose)`` names the work tables (a run's or a verification's).
+    ``table(purpose)`` names the work tables (a run's or a verification's). ``sens`` and
+    ``max_q`` prune the levels above the largest qid (see :func:`build_levels`).
     """
-    levels = build_levels(backend, table, cur, width, "lvl")
+    levels = build_levels(backend, table, cur, width, "lvl", sens, max_q)
     supx = table("supx")
     backend.drop_table(supx)
     backend.materialize(supx, supports_query(levels, width))

@@ -59,6 +59,8 @@ class Suppressor:
     sens: exp.Table
     width: int
     max_q: int
+    stage: int = 0
+    round_offset: int = 0
     mismatches: int = 0
     counts: int = 0
     rule_tables: int = 0
@@ -69,19 +71,26 @@ class Suppressor:
     def _rho(self) -> dict[str, int]:
         return {"num": self.params.rho.numerator, "den": self.params.rho.denominator}
 
-    def run(self, base: exp.Table) -> tuple[exp.Table, list[dict[str, Any]]]:
-        """Suppress until safe; returns the final table and one history entry per round."""
+    def run(self, base: exp.Table, start: exp.Table | None = None
+            ) -> tuple[exp.Table, list[dict[str, Any]]]:
+        """Suppress until safe; returns the final table and one history entry per round.
+
+        ``base`` is T0 (leftover and H_dist compare with it); the rounds start from ``start``
+        (an earlier stage's output, dropped once replaced) or from ``base``.
+        """
         backend = self.backend
-        istat0 = self._table("istat0")
+        istat0 = self._fresh("istat0")
         backend.materialize(istat0, "rho_istat0", tables={"base": base})
-        supx, win, rules = self._count_all(base, None)
-        cur, pointer, history, fresh = base, 0, [], True
+        cur = start if start is not None else base
+        supx, win, rules = self._count_all(cur, None)
+        pointer, fresh = 0, True
+        history: list[dict[str, Any]] = []
         first_unsafe = 0
-        for round_no in range(1, 10**9):
+        for round_no in range(self.round_offset + 1, 10**9):
             started = time.perf_counter()
             n_unsafe, at_or_after, first = backend.query("rho_rule_summary", {"w": pointer},
                                                          {"rules": rules})[0]
-            first_unsafe = first_unsafe if round_no > 1 else int(n_unsafe)
+            first_unsafe = first_unsafe if history else int(n_unsafe)
             report_shrinking("search", "unsafe rules", first_unsafe, int(n_unsafe), round_no)
             if int(n_unsafe) == 0 and not fresh:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
@@ -105,7 +114,7 @@ class Suppressor:
             delta = self._subtract(supx, cur, dels)
             rules = self._rules(kept_rules_query(rules, supx, delta, self.sens, win, self.width,
                                                  self.max_q), rules)
-            following = self._fresh(f"cur{round_no % 2}")
+            following = self._fresh(f"cur{self.stage}x{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
                 backend.drop_table(cur)
@@ -150,7 +159,8 @@ class Suppressor:
         def table(purpose: str) -> exp.Table:
             return self._table(generation if purpose == "supx" else purpose)
 
-        levels, counted = build_supports(self.backend, table, cur, self.width)
+        levels, counted = build_supports(self.backend, table, cur, self.width, self.sens,
+                                         self.max_q)
         for level in levels:
             self.backend.drop_table(level)
         return counted
@@ -163,7 +173,8 @@ class Suppressor:
         backend = self.backend
         tcur = self._fresh("tcur")
         backend.materialize(tcur, touched_query(cur, dels))
-        levels = build_levels(backend, self._table, tcur, self.width, "tlvl")
+        levels = build_levels(backend, self._table, tcur, self.width, "tlvl", self.sens,
+                              self.max_q)
         delta = self._fresh("delta")
         backend.materialize(delta, delta_query(levels, dels, self.width))
         for level in levels:

@@ -30,7 +30,6 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     rho = rho_fraction(run.params["rho"])
     m = run.params.get("m")
     extra = int(backend.scalar("rho_not_subset", tables={"pub": pub, "items": items}))
-    shape = check_shape(backend, pub, m)
     prefix = staging_table("rhov")
 
     def table(purpose: str) -> exp.Table:
@@ -38,6 +37,7 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
 
     cur = table("cur")
     try:
+        shape = check_shape(backend, pub, m, sens)
         backend.materialize(cur, exp.select(
             col("record_id"), col("item_id"),
             exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True)).from_(pub.copy()))

@@ -1,0 +1,119 @@
+"""Where a --model rho run spends its time: every SQL statement timed, summed by what it builds.
+
+Usage: python bench/profile_rho.py --data bms1 [--m 2] [--heuristic mine] [--backend URL]
+       [--rho 0.7] [--fraction 0.4] [--top 25] [--verify]
+
+Statements are grouped by the work table they create or update (``r<run>_<purpose>``, digits
+stripped: ``lvl1..lvl4`` -> ``lvl``, ``cur0/cur1`` -> ``cur``) or by the first words of a
+query. Prints the anonymization's rounds (unsafe rules, suppressions, seconds each) and a table
+of the statements that cost the time, so a note can say which step to remove.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections import defaultdict
+from itertools import pairwise
+from pathlib import Path
+
+from setanon_sql import api
+from setanon_sql.models import require_model
+from setanon_sql.progress import Step, reporting_to
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
+         "retail": DATA / "retail/retail.dat"}
+TARGET = re.compile(r'(?:CREATE TABLE|UPDATE|DROP TABLE IF EXISTS)\s+(?:"[^"]+"\.)*"?'
+                    r'r\d+_([a-z_]+?)(?:\d+x?\d*)?"?[\s(]', re.IGNORECASE)
+
+
+def kind(sql: str) -> str:
+    """What a statement does: the work table it writes, or the start of the query."""
+    found = TARGET.search(sql)
+    if found:
+        verb = sql.lstrip().split()[0].upper()
+        return f"{verb.lower()} {found.group(1)}"
+    return " ".join(sql.split()[:4])[:40]
+
+
+class Printer:
+    """Progress lines with the time, on stderr; notes where each stage's statements start."""
+
+    def __init__(self, log: list[tuple[str, float]]) -> None:
+        self.log = log
+        self.marks: list[tuple[str, int]] = [("setup", 0)]
+
+    def show(self, step: Step) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {step.phase}: {step.detail}", file=sys.stderr,
+              flush=True)
+        if step.detail.startswith("stage "):
+            self.marks.append((step.detail.split(":")[0], len(self.log)))
+
+
+def summarize(title: str, log: list[tuple[str, float]], total: float, top: int) -> None:
+    """The statements of one part of the run, by what they build, costliest first."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for sql, seconds in log:
+        cell = sums[kind(sql)]
+        cell[0] += seconds
+        cell[1] += 1
+    part = sum(seconds for seconds, _ in sums.values())
+    print(f"\n{title}: {part:.1f} s\n\n| statement | calls | seconds | share of run |\n"
+          "|---|---|---|---|")
+    for name, (seconds, calls) in sorted(sums.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"| {name} | {int(calls)} | {seconds:.1f} | {seconds / total:.1%} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="duckdb:////tmp/rho_prof/prof.duckdb")
+    parser.add_argument("--data", default="bms1")
+    parser.add_argument("--file", default=None, help="a FIMI file instead of --data's")
+    parser.add_argument("--heuristic", default="mine")
+    parser.add_argument("--rho", type=float, default=0.7)
+    parser.add_argument("--fraction", type=float, default=0.4)
+    parser.add_argument("--m", type=int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--verify", action="store_true")
+    args = parser.parse_args()
+    Path("/tmp/rho_prof").mkdir(exist_ok=True)
+    db = api.open_database(args.backend, "rhoprof")
+    source = Path(args.file) if args.file else FILES[args.data]
+    dataset = api.find_dataset(db, args.data) or api.load_transactions(db, source, args.data)
+    params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
+              "m": args.m}
+    db.statement_log = []
+    printer = Printer(db.statement_log)
+    started = time.perf_counter()
+    with reporting_to(printer):
+        api.anonymize(db, dataset, require_model("rho"), params, seed=args.seed)
+    total = time.perf_counter() - started
+    log, db.statement_log = db.statement_log, None
+    run = api.get_run(db, dataset, "latest")
+    f = run.figures
+    print(f"{args.data} --m {args.m} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
+          f"suppressed {f['suppressed']} of {f['occurrences']} ({f['suppressed_share']:.3f})")
+    for key in ("qid_bound_m", "largest_qid_checked", "count_rows", "unique_rule_rows"):
+        if key in f:
+            print(f"  {key}: {f[key]}")
+    print("\n| round | unsafe rules | suppressed | seconds |\n|---|---|---|---|")
+    for entry in f["history"]:
+        print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
+              f"{entry.get('suppressed', '')} | {entry['seconds']} |")
+    bounds = [*printer.marks, ("end", len(log))]
+    for (name, lo), (_, hi) in pairwise(bounds):
+        summarize(name, log[lo:hi], total, args.top)
+    if args.verify:
+        started = time.perf_counter()
+        result = api.verify(db, dataset, run)
+        print(f"\nverify: {'ok' if result.ok else 'FAIL'} in {time.perf_counter() - started:.1f} s"
+              f" {result.details}")
+    db.close()
+
+
+if __name__ == "__main__":
+    main()

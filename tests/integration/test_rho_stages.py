@@ -1,0 +1,113 @@
+"""Rounds of growing qid size and the pruned top level, on both backends.
+
+The stages (qid sizes 1, 2, ..., m) and the level above the largest qid, which keeps only the
+itemsets holding a sensitive item, must still give an output that the brute-force oracle finds
+safe for every qid of up to m items; the pruned level must hold exactly the itemsets with a
+sensitive item, with their supports counted by hand in plain Python.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from fractions import Fraction
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql import api
+from setanon_sql.backends.base import Backend
+from setanon_sql.errors import UsageError
+from setanon_sql.models import require_model
+from setanon_sql.models.rho import check
+from setanon_sql.models.rho.qids import build_supports, col
+from tests.conftest import write
+from tests.integration.test_rho import published, random_baskets
+from tests.oracle import rho_oracle as oracle
+
+RHO = require_model("rho")
+
+
+def sensitive_labels(db: Backend, dataset: api.Dataset, run: api.Run) -> set[str]:
+    return {str(label) for (label,) in db.execute(
+        f"SELECT d.label FROM {db.render(db.table(f'r{run.run_id}_sensitive'))} s JOIN "
+        f"{db.render(db.table(dataset.dict_table(dataset.set_attributes[0])))} d "
+        "ON d.item_id = s.item_id", fetch=True)}
+
+
+@pytest.mark.parametrize("heuristic", ["mine", "dist"])
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_staged_run_is_safe_for_every_qid_of_up_to_3_items(db: Backend, tmp_path: Path,
+                                                           heuristic: str, seed: int) -> None:
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 9, 7))
+    dataset = api.load_transactions(db, source, "d")
+    api.anonymize(db, dataset, RHO, {"rho": 0.6, "sensitive_fraction": 0.4, "m": 3,
+                                     "heuristic": heuristic}, seed=seed)
+    run = api.get_run(db, dataset, "latest")
+    sensitive = sensitive_labels(db, dataset, run)
+    original, output = oracle.read_fimi(source), published(db, dataset, run, tmp_path)
+    assert oracle.unsafe_rules(original, sensitive, Fraction("0.6"), m=3), "already safe"
+    assert oracle.unsafe_rules(output, sensitive, Fraction("0.6"), m=3) == []
+    assert oracle.is_record_subset(original, output)
+    assert [s["qid_size"] for s in run.figures["stages"]] == [1, 2, 3]
+    assert sum(s["suppressed"] for s in run.figures["stages"]) == run.figures["suppressed"]
+    assert run.figures["support_mismatches"] == 0
+    result = api.verify(db, dataset, run)
+    assert result.ok and "up to 3 items" in result.covered
+
+
+def test_level_above_the_largest_qid_keeps_only_itemsets_with_a_sensitive_item(
+        db: Backend, tmp_path: Path) -> None:
+    rng = random.Random(5)
+    text = random_baskets(rng, 25, 8, 6)
+    records = oracle.read_fimi(write(tmp_path / "in.dat", text))
+    dataset = api.load_transactions(db, tmp_path / "in.dat", "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    words = db.table(dataset.dict_table(dataset.set_attributes[0]))
+    sensitive = {"2", "5"}
+    sens = db.table("t_sens")
+    db.materialize(sens, exp.select(col("item_id")).from_(words.copy()).where(
+        col("label").isin(*(exp.Literal.string(s) for s in sensitive))))
+    cur = db.table("t_cur")
+    db.materialize(cur, exp.select(col("record_id"), col("item_id"),
+                                   exp.Literal.number(0).as_("part", quoted=True))
+                   .from_(items.copy()))
+    levels, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, 3, sens, 2)
+    label = dict(db.query(exp.select(col("item_id"), col("label")).from_(words.copy())))
+    got = {tuple(sorted(str(label[x]) for x in row[:-1] if x)): row[-1] for row in db.query(
+        exp.select(col("x1"), col("x2"), col("x3"), col("n")).from_(supx.copy()))}
+    want: Counter[tuple[str, ...]] = Counter()
+    for record in records:
+        for size in (1, 2, 3):
+            for itemset in combinations(sorted(record), size):
+                if size < 3 or sensitive & set(itemset):
+                    want[itemset] += 1
+    assert got == dict(want)
+    assert len(levels) == 3
+
+
+def test_a_stage_out_of_reach_is_refused_with_the_m_that_fits(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3 4\n1 2 3\n"), "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    sens = db.table("t_sens")
+    db.materialize(sens, exp.select(exp.Literal.number(4).as_("item_id", quoted=True)))
+    monkeypatch.setattr(check, "MAX_SECONDS", 0.0)
+    with pytest.raises(UsageError, match=r"the stage for qids of 3 items would enumerate about "
+                                         r"\d+ .*--m 2 instead of --m 3"):
+        check.check_stage(db, items, sens, 4, 3, 3)
+
+
+def test_a_first_stage_out_of_reach_suggests_shorter_records(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3\n1 2\n"), "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    sens = db.table("t_sens")
+    db.materialize(sens, exp.select(exp.Literal.number(2).as_("item_id", quoted=True)))
+    monkeypatch.setattr(check, "MAX_SECONDS", 0.0)
+    with pytest.raises(UsageError, match=r"qids of 1 items would .*use the records with at "
+                                         r"most 5 items"):
+        check.check_stage(db, items, sens, 2, 1, 1)
