@@ -121,6 +121,7 @@ def _start_session(master: str, warehouse: Path) -> Any:
         .config("spark.sql.legacy.createHiveTableByDefault", "false")
         .config("spark.sql.sources.default", "parquet")
         .config("spark.sql.shuffle.partitions", os.environ.get("SETANON_SPARK_PARTITIONS", "8"))
+        .config("spark.sql.adaptive.enabled", os.environ.get("SETANON_SPARK_ADAPTIVE", "true"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
@@ -258,22 +259,39 @@ class SparkBackend(Backend):
         return table if isinstance(table, exp.Table) else None
 
     def _update(self, tree: exp.Update, params: Params) -> None:
-        if tree.args.get("from_") or tree.args.get("from") or tree.args.get("joins"):
+        """``UPDATE t SET c = v WHERE w`` as ``SELECT CASE WHEN w THEN v ELSE c END ...``.
+
+        ``UPDATE t AS s SET ... FROM src AS d WHERE w`` joins ``src`` on ``w`` (LEFT JOIN, so
+        unmatched rows pass unchanged); as in PostgreSQL, a row of t must match at most one
+        row of ``src`` (otherwise the join would repeat it: setanon's deltas are grouped).
+        """
+        if tree.args.get("joins"):
             raise UnsupportedOperationError(
-                "UPDATE ... FROM is not yet supported on the spark backend")
+                "UPDATE ... JOIN is not yet supported on the spark backend")
         target = tree.this
+        source = tree.args.get("from_") or tree.args.get("from")
         sets = {eq.this.name: eq.expression for eq in tree.expressions}
         where = tree.args.get("where")
         condition = where.this if where is not None else exp.true()
+        alias = target.alias_or_name
+        query = exp.select().from_(target.copy())
+        if source is not None:
+            joined = source.this
+            matched = exp.column("setanon_matched", table=joined.alias_or_name)
+            rows = exp.select("*", exp.true().as_("setanon_matched")).from_(
+                self._plain(joined) if isinstance(joined, exp.Table) else joined.copy())
+            query = query.join(rows.subquery(joined.alias_or_name), on=condition.copy(),
+                               join_type="left")
+            condition = exp.func("coalesce", matched, exp.false())
         columns = []
         for name, spark_type in self._column_types(target):
-            value: exp.Expr = exp.column(name, quoted=True)
+            value: exp.Expr = exp.column(name, table=alias, quoted=True)
             if name in sets:
                 value = exp.cast(
                     exp.If(this=condition.copy(), true=sets[name].copy(), false=value),
                     exp.DataType.build(spark_type, dialect="spark"))
             columns.append(exp.alias_(value, name, quoted=True))
-        self._replace(target, exp.select(*columns).from_(self._plain(target)), params)
+        self._replace(target, query.select(*columns), params)
 
     def _delete(self, tree: exp.Delete, params: Params) -> None:
         if tree.args.get("using"):

@@ -15,6 +15,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import InputError, UnsupportedOperationError
 from setanon_sql.models import require_model
+from setanon_sql.sqlrender import with_alias
 from tests.conftest import write
 
 spark_only = pytest.mark.parametrize("backend_name", [pytest.param("spark",
@@ -51,6 +52,15 @@ def test_update_and_delete_rewrite_only_the_rows_they_match(db: Backend) -> None
     db.run(exp.update(table, {"b": exp.Literal.string("new")}, where="a >= 3"))
     db.run(exp.delete(table, where="a = 1 OR b IS NULL"))
     assert _rows(db, table) == [(2, "v2"), (3, "new"), (4, "new")]
+    delta = db.table("delta")
+    db.materialize(delta, exp.select(exp.Literal.number(4).as_("a"),
+                                     exp.Literal.string("!").as_("suffix")))
+    db.run(exp.Update(this=with_alias(table, "s"), expressions=[
+        exp.EQ(this=exp.column("b"), expression=exp.func(
+            "concat", exp.column("b", "s"), exp.column("suffix", "d")))],
+        from_=exp.From(this=with_alias(delta, "d")),
+        where=exp.Where(this=exp.column("a", "s").eq(exp.column("a", "d")))))
+    assert _rows(db, table) == [(2, "v2"), (3, "new"), (4, "new!")]
     assert db.table_names("t") == ["t"]
 
 
