@@ -37,6 +37,8 @@ class Backend(ABC):
     supports_in_place: ClassVar[bool] = True
     # Models this engine cannot run yet: refused before a run is recorded, naming the backend.
     models_not_yet: ClassVar[frozenset[str]] = frozenset()
+    # Commands this engine cannot run yet ('attach', 'generate claims'): refused up front.
+    commands_not_yet: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, url: str, schema: str) -> None:
         self.url = url
@@ -237,6 +239,15 @@ class Backend(ABC):
             raise UnsupportedOperationError(
                 f"--model {model} is not yet available on the {self.name} backend; run it on "
                 "DuckDB or PostgreSQL (see the README's backend section)")
+
+    def require_command(self, command: str) -> None:
+        """Refuse, before anything is written, a command this engine cannot run yet."""
+        if command in self.commands_not_yet:
+            from setanon_sql.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                f"'setanon {command}' is not yet available on the {self.name} backend; use "
+                "DuckDB or PostgreSQL for it (see the README's backend section)")
 
     def require_in_place(self, command: str) -> None:
         """Refuse in-place work where the engine cannot make it all-or-nothing."""

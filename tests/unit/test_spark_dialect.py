@@ -54,3 +54,22 @@ def test_order_by_aggregate_of_grouped_query_uses_its_position() -> None:
                   "ORDER BY min(pos) LIMIT 5") == (
         "SELECT node, MIN(pos) FROM e GROUP BY node HAVING COUNT(*) > 1 "
         "ORDER BY 2 NULLS LAST LIMIT 5")
+
+
+def test_generate_series_in_from_is_a_subquery_and_lateral_stays() -> None:
+    assert render("SELECT g.pid FROM x CROSS JOIN generate_series(1, :n) AS g(pid) "
+                  "CROSS JOIN LATERAL generate_series(1, x.a) AS h(i)") == (
+        "SELECT g.pid FROM x CROSS JOIN (SELECT EXPLODE(SEQUENCE(1, :n)) AS pid) AS g "
+        "CROSS JOIN LATERAL EXPLODE(SEQUENCE(1, x.a)) AS h(i)")
+
+
+def test_byte_order_collation_is_spark_default() -> None:
+    assert render('SELECT x FROM t ORDER BY x COLLATE "C"') == (
+        "SELECT x FROM t ORDER BY x NULLS LAST")
+
+
+def test_if_without_else_gets_null() -> None:
+    from sqlglot import exp
+
+    tree = exp.select(exp.func("max", exp.If(this=exp.column("a").eq(1), true=exp.column("b"))))
+    assert sqlrender.to_sql(tree, DIALECT) == "SELECT MAX(IF(a = 1, b, NULL))"
