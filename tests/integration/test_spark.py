@@ -122,6 +122,8 @@ def test_every_command_of_a_km_run_works_on_spark(db_url: DbUrl, tmp_path: Path)
         return result.output
 
     assert "loaded b: 40 records" in setanon("load", "transactions", str(data), "--name", "b")
+    hierarchy = write(tmp_path / "h.txt", "".join(f"{i};g{(i - 1) // 4};*\n" for i in range(1, 9)))
+    setanon("load", "hierarchy", str(hierarchy), "--name", "b")
     assert "unicity" in setanon("risk", "b", "--m", "2", "--epsilon", "0.2", "--delta", "0.2")
     setanon("anonymize", "b", "--model", "km", "--k", "3", "--m", "2", "--seed", "1")
     assert "guarantee met" in setanon("verify", "b", "--run", "latest")
@@ -130,7 +132,7 @@ def test_every_command_of_a_km_run_works_on_spark(db_url: DbUrl, tmp_path: Path)
             str(tmp_path / "map.txt"))
     published = km_oracle.read_fimi(out)
     assert len(published) == 40
-    assert km_oracle.km_violations(published, [3], 2) == []
+    assert km_oracle.km_violations(published, [3, 3], 2) == []
     setanon("report", "b", "--run", "latest", "-o", str(tmp_path / "r.html"))
     assert (tmp_path / "r.html").read_text(encoding="utf-8").lstrip().lower().startswith(
         "<!doctype html")
