@@ -193,6 +193,11 @@ class SparkBackend(Backend):
         state = getattr(error, "getSqlState", None)
         sqlstate = state() if callable(state) else None
         message = one_line(error).split("JVM stacktrace")[0].strip()
+        java = getattr(error, "java_exception", None)  # a Java error Spark did not classify
+        if java is not None and not callable(state):
+            detail = next((line for line in str(java.toString()).splitlines() if line.strip()),
+                          "")
+            message = f"{message} {detail.strip()}"
         return DatabaseError(f"Spark failed on {doing}: {message}", sqlstate)
 
     def run(
@@ -438,7 +443,7 @@ class SparkBackend(Backend):
 
     def _recover(self) -> None:
         """Finish what a killed process left: a pending ``t__next`` swap, an open transaction."""
-        if not self._list_databases().__contains__(self.schema):
+        if self.schema not in self._list_databases():
             return
         names = set(self._list_tables(self.schema))
         for name in sorted(names):
