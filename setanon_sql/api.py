@@ -110,6 +110,9 @@ def anonymize(backend: Backend, dataset: Dataset, model: Model, params: dict[str
     datasets), the verified run is then applied to the user's tables in one transaction (see
     :func:`apply_in_place`); with ``dry_run`` too, only planned (see :func:`preview_in_place`).
     """
+    backend.require_model(model.name)
+    if in_place:
+        backend.require_in_place("--in-place")
     if in_place and not check:
         raise UsageError("--in-place writes only a verified run: drop --no-verify")
     if dry_run and not in_place:
@@ -166,6 +169,7 @@ def apply_in_place(backend: Backend, dataset: Dataset, run: Run,
     their new record key; every change goes to the change log and every changed row to a typed
     backup, so :func:`undo_in_place` restores the original rows exactly.
     """
+    backend.require_in_place("apply")
     with dataset_lock(backend, dataset, wait_seconds):
         return _apply(backend, dataset, run)
 
@@ -188,6 +192,7 @@ def in_place_figures(backend: Backend, run_id: int) -> dict[str, Any]:
 
 def undo_in_place(backend: Backend, run_id: int, wait_seconds: float = 0.0) -> dict[str, Any]:
     """Restore the user's tables as they were before run ``run_id`` was applied in place."""
+    backend.require_in_place("undo")
     return inplace.undo_run(backend, run_id, wait_seconds)
 
 

@@ -79,6 +79,7 @@ def attach(
     table is a record (also those without items) and its other columns (or just ``qi``) become
     single-valued quasi-identifiers.
     """
+    backend.require_command("attach")
     check_dataset_name(name)
     item_schema, item_name = parse_table_ref(backend, table, "--table")
     item_types = _column_types(backend, item_schema, item_name, "--table",

@@ -766,6 +766,7 @@ def generate_claims(db: Backend, name: str, records: int, seed: int, replace: bo
     """
     from setanon_sql.models.kanon.generate import generate_claims as generate_in_db
 
+    db.require_command("generate claims")
     with _status(f"generating {records:,} claims"):
         dataset = generate_in_db(db, name, records, seed, replace)
     click.echo(f"generated {dataset.name}: {dataset.n_records:,} claims")

@@ -27,6 +27,75 @@ BACKENDS = [
     pytest.param("duckdb", marks=pytest.mark.duckdb),
     pytest.param("postgres", marks=pytest.mark.postgres),
 ]
+# Spark runs each statement in ~0.1-1 s, so the suite runs a test on Spark only when the test
+# (or its module) opts in with @pytest.mark.on_spark: the CI budget stays bounded.
+SPARK = pytest.param("spark", marks=pytest.mark.spark)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``backend_name`` over DuckDB and PostgreSQL, and Spark where opted in."""
+    explicit = any("backend_name" in str(mark.args[0])
+                   for mark in metafunc.definition.iter_markers("parametrize"))
+    if "backend_name" in metafunc.fixturenames and not explicit:
+        on_spark = metafunc.definition.get_closest_marker("on_spark") is not None
+        metafunc.parametrize("backend_name", [*BACKENDS, SPARK] if on_spark else BACKENDS,
+                             indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``@pytest.mark.on_spark(seeds=[1])``: of a seed-parametrized test, Spark runs only those."""
+    kept, dropped = [], []
+    for item in items:
+        mark = item.get_closest_marker("on_spark")
+        callspec = getattr(item, "callspec", None)
+        seeds = mark.kwargs.get("seeds") if mark is not None else None
+        if (seeds is not None and callspec is not None
+                and callspec.params.get("backend_name") == "spark"
+                and callspec.params.get("seed") not in seeds):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One Spark session per test session (Spark allows one per process): its warehouse.
+
+    Without Java or PySpark the spark tests skip, except under CI=true, where they fail.
+    """
+    import shutil
+
+    missing = None
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        missing = "PySpark is not installed (pip install -e '.[spark]')"
+    if missing is None and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        missing = "no Java runtime (apt-get install openjdk-17-jre-headless)"
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true but {missing}")
+        pytest.skip(missing)
+    # Small data: one shuffle partition and no adaptive re-planning (measured: a quarter less
+    # time per statement on tiny tables).
+    os.environ.setdefault("SETANON_SPARK_PARTITIONS", "1")
+    os.environ.setdefault("SETANON_SPARK_ADAPTIVE", "false")
+    return tmp_path_factory.mktemp("spark-warehouse")
+
+
+def _spark_url(warehouse: Path) -> str:
+    return f"spark://local[2]?warehouse={warehouse}"
+
+
+def _drop_spark_schema(warehouse: Path, schema: str) -> None:
+    from setanon_sql.backends import connect
+
+    backend = connect(_spark_url(warehouse), schema)
+    backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
+    backend.close()
 
 
 @pytest.fixture(scope="session")
@@ -63,9 +132,9 @@ def _drop_schemas(url: str, schemas: list[str]) -> None:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture
 def backend_name(request: pytest.FixtureRequest) -> str:
-    return request.param
+    return str(request.param)
 
 
 @pytest.fixture
@@ -82,6 +151,15 @@ def db(backend_name: str, request: pytest.FixtureRequest, user_schema: str) -> I
         yield backend
         backend.close()
         return
+    if backend_name == "spark":
+        warehouse = request.getfixturevalue("spark_warehouse")
+        backend = open_database(_spark_url(warehouse), schema)
+        try:
+            yield backend
+        finally:
+            backend.close()
+            _drop_spark_schema(warehouse, schema)
+        return
     url = _require_pg(request.getfixturevalue("pg_server_url"))
     backend = open_database(url, schema)
     try:
@@ -96,6 +174,11 @@ def db_url(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) ->
     schema = f"t_{uuid.uuid4().hex[:10]}"
     if backend_name == "duckdb":
         yield DbUrl(f"duckdb:///{tmp_path / 'cli.duckdb'}", schema)
+        return
+    if backend_name == "spark":
+        warehouse = request.getfixturevalue("spark_warehouse")
+        yield DbUrl(_spark_url(warehouse), schema)
+        _drop_spark_schema(warehouse, schema)
         return
     url = _require_pg(request.getfixturevalue("pg_server_url"))
     yield DbUrl(url, schema)

@@ -113,7 +113,12 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float =
             f"--schema {schema!r} is not a plain schema name: use letters, digits and '_' "
             "(at most 63 characters, not starting with a digit)"
         )
-    parsed = _parsed(resolve_url(url))
+    resolved = resolve_url(url)
+    if isinstance(resolved, str) and resolved.startswith(("spark://", "sc://")):
+        from setanon_sql.backends.spark import SparkBackend
+
+        return SparkBackend(resolved, schema, create)
+    parsed = _parsed(resolved)
     driver = parsed.get_backend_name().lower()
     if driver == "duckdb":
         from setanon_sql.backends.duckdb import DuckDBBackend
@@ -128,7 +133,7 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float =
         return PostgresBackend(parsed, schema)
     raise ConnectionFailedError(
         f"database URL scheme {parsed.drivername!r} is not supported: use duckdb:///FILE or "
-        "postgresql://USER:PASSWORD@HOST:PORT/DB"
+        "postgresql://USER:PASSWORD@HOST:PORT/DB or spark://local[N]?warehouse=DIR"
     )
 
 

@@ -32,6 +32,13 @@ class Backend(ABC):
 
     name: ClassVar[str]
     dialect: ClassVar[str]
+    # Whether runs may be written into the user's own tables (needs transactions, row ids and
+    # row locks); an engine without them refuses --in-place up front.
+    supports_in_place: ClassVar[bool] = True
+    # Models this engine cannot run yet: refused before a run is recorded, naming the backend.
+    models_not_yet: ClassVar[frozenset[str]] = frozenset()
+    # Commands this engine cannot run yet ('attach', 'generate claims'): refused up front.
+    commands_not_yet: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, url: str, schema: str) -> None:
         self.url = url
@@ -222,6 +229,36 @@ class Backend(ABC):
         PostgreSQL plans joins over a table created by CREATE TABLE AS without statistics
         badly (nested loops over millions of rows) until it is analyzed.
         """
+
+    # ---- capabilities ------------------------------------------------------------------------
+    def require_model(self, model: str) -> None:
+        """Refuse, before anything is written, a model this engine cannot run yet."""
+        if model in self.models_not_yet:
+            from setanon_sql.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                f"--model {model} is not yet available on the {self.name} backend; run it on "
+                "DuckDB or PostgreSQL (see the README's backend section)")
+
+    def require_command(self, command: str) -> None:
+        """Refuse, before anything is written, a command this engine cannot run yet."""
+        if command in self.commands_not_yet:
+            from setanon_sql.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                f"'setanon {command}' is not yet available on the {self.name} backend; use "
+                "DuckDB or PostgreSQL for it (see the README's backend section)")
+
+    def require_in_place(self, command: str) -> None:
+        """Refuse in-place work where the engine cannot make it all-or-nothing."""
+        if not self.supports_in_place:
+            from setanon_sql.errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(
+                f"{command} is not available on the {self.name} backend: its tables have no "
+                "transactions, row ids or row locks, so the user's tables could be left "
+                "half-changed; export the verified run instead ('setanon export NAME --run "
+                "RUN -o FILE') and replace the table from it")
 
     # ---- in-place work on the user's tables -------------------------------------------------
     def row_locator(self) -> exp.Expr:

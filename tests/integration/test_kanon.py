@@ -50,6 +50,7 @@ KINDS = {"birth": "numeric", "sex": "category", "city": "category", "job": "cate
          "dx": "set", "rx": "set"}
 
 
+@pytest.mark.on_spark(seeds=[4])
 @pytest.mark.parametrize(("seed", "n", "params"), [
     (1, 60, {"k": 2}),
     (2, 70, {"k": 3, "beta": 0.1, "suppress_budget": 0.05}),
@@ -78,6 +79,7 @@ def test_random_claims_pass_the_oracle(db: Backend, tmp_path: Path, seed: int, n
     assert figures["classes"]["min_size"] >= params["k"]
 
 
+@pytest.mark.on_spark
 def test_small_pool_is_deleted_within_budget_deterministically(db: Backend,
                                                                  tmp_path: Path) -> None:
     # Picks: a (3 records), b (3 records); the record with only c is a pool of 1 < k.

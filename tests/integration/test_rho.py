@@ -58,6 +58,7 @@ def test_output_is_rho_uncertain_for_every_qid(db: Backend, tmp_path: Path, heur
     assert api.verify(db, dataset, run).ok
 
 
+@pytest.mark.on_spark(seeds=[4])
 @pytest.mark.parametrize("seed", [4, 5])
 def test_bounded_adversary_is_checked_up_to_m(db: Backend, tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)

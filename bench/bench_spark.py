@@ -1,0 +1,137 @@
+"""kanon and km on Spark local[N] beside DuckDB, on the same files: seconds, and Spark's jobs,
+stages and shuffle stages per run (from Spark's status tracker).
+
+The claims are generated once in DuckDB (``generate claims``: skewed diagnoses, correlated
+QIs), exported as TSV and loaded by both backends with ``load table``, so both anonymize the
+same records; km runs on a FIMI file of the claims' diagnoses with a two-level hierarchy. The
+data's shape is printed before the figures.
+
+Usage (from the repository root; hold the benchmark lock)::
+
+    flock /tmp/bench.lock python bench/bench_spark.py --records 100000 --workdir /tmp/sparkbench
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from setanon_sql import api
+from setanon_sql.models import require_model
+from setanon_sql.models.kanon.generate import generate_claims
+from setanon_sql.synth.shape import format_shape, shape
+
+QI = ["birth_year", "sex", "month", "diagnoses"]
+
+
+def spark_counts(db: Any) -> tuple[int, int, int]:
+    """Jobs, stages and shuffle boundaries (stages after a job's first) so far in the session.
+
+    Job ids are sequential, so the job count is exact; stages are summed over the jobs Spark
+    still retains (spark.ui.retainedJobs, 1000 by default): a longer run undercounts them.
+    """
+    tracker = db._spark.sparkContext.statusTracker()
+    ids = tracker.getJobIdsForGroup(None)
+    stages = shuffles = 0
+    for job_id in ids:
+        info = tracker.getJobInfo(job_id)
+        if info is not None:
+            stages += len(info.stageIds)
+            shuffles += max(0, len(info.stageIds) - 1)
+    return (max(ids) + 1 if ids else 0), stages, shuffles
+
+
+def prepare(workdir: Path, records: int, seed: int) -> tuple[Path, Path, Path]:
+    """Claims TSV, a FIMI file of their diagnoses, and a hierarchy of the diagnosis codes."""
+    tsv, fimi, hierarchy = (workdir / f"claims{records}.tsv", workdir / f"dx{records}.dat",
+                            workdir / "dx_hierarchy.txt")
+    if tsv.exists() and fimi.exists() and hierarchy.exists():
+        return tsv, fimi, hierarchy
+    source = workdir / "source.duckdb"
+    source.unlink(missing_ok=True)
+    db = api.open_database(f"duckdb:///{source}")
+    try:
+        dataset = generate_claims(db, "claims", records, seed, replace=True)
+        print("# " + format_shape(shape(db, dataset, QI[:3])).replace("\n", "\n# "))
+        api.export_dataset(db, dataset, tsv, fmt="tsv")
+    finally:
+        db.close()
+        source.unlink(missing_ok=True)
+    header, *rows = tsv.read_text(encoding="utf-8").splitlines()
+    column = header.split("\t").index("diagnoses")
+    labels: set[str] = set()
+    with fimi.open("w", encoding="utf-8") as out:
+        for row in rows:
+            items = row.split("\t")[column].split()
+            labels.update(items)
+            out.write(" ".join(items) + "\n")
+    hierarchy.write_text("".join(f"{label};g{int(label) // 10};*\n"
+                                 for label in sorted(labels, key=int)), encoding="utf-8")
+    return tsv, fimi, hierarchy
+
+
+def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int) -> None:
+    db = api.open_database(url, "bench")
+    try:
+        counts = spark_counts if name == "spark" else None
+        started = time.perf_counter()
+        claims = api.load_table(db, tsv, "claims", "claim_id", ["diagnoses", "drugs"],
+                                replace=True)
+        baskets = api.load_transactions(db, fimi, "dx", replace=True)
+        api.load_hierarchy(db, hierarchy, baskets)
+        baskets = api.get_dataset(db, "dx")
+        print(f"{name} | load both | {time.perf_counter() - started:.1f} s", flush=True)
+        for model, dataset, params in (
+                ("kanon", claims, {"k": k, "qi": QI, "suppress_budget": 0.01}),
+                ("km", baskets, {"k": str(k), "m": 2})):
+            before = counts(db) if counts else (0, 0, 0)
+            started = time.perf_counter()
+            run_id = api.anonymize(db, dataset, require_model(model), params, seed=1,
+                                   check=False)
+            seconds = time.perf_counter() - started
+            after = counts(db) if counts else (0, 0, 0)
+            figures = api.get_run(db, dataset, run_id).figures
+            rounds = figures.get("iterations", figures.get("rounds", "-"))
+            rounds = len(rounds) if isinstance(rounds, list) else rounds
+            spent = " | ".join(str(a - b) for a, b in zip(after, before, strict=True))
+            print(f"{name} | {model} k={k} | {seconds:.1f} s | rounds {rounds} | "
+                  f"jobs | stages | shuffle stages: {spent if counts else '-'}", flush=True)
+    finally:
+        db.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--backends", default="duckdb,spark")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/sparkbench"))
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    tsv, fimi, hierarchy = prepare(args.workdir, args.records, args.seed)
+    print(f"# {args.records:,} claims; load average {os.getloadavg()[0]:.1f}")
+    for name in args.backends.split(","):
+        if name == "duckdb":
+            path = args.workdir / "bench.duckdb"
+            path.unlink(missing_ok=True)
+            run(f"duckdb:///{path}?threads={args.cores}", name, tsv, fimi, hierarchy, args.k)
+            path.unlink(missing_ok=True)
+        else:
+            warehouse = args.workdir / "warehouse"
+            shutil.rmtree(warehouse, ignore_errors=True)
+            run(f"spark://local[{args.cores}]?warehouse={warehouse}", name, tsv, fimi,
+                hierarchy, args.k)
+    print(f"# load average after {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
