@@ -132,6 +132,43 @@ def check_export(fimi: Path, mapping_file: Path, original_file: Path, hierarchy:
     return result
 
 
+# ---- profile: seconds per km call site --------------------------------------------------------
+
+def _call_site() -> str:
+    """The innermost frame in setanon_sql/models/km that issued the statement (file:function)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if "/models/km/" in name:
+            return f"{Path(name).stem}.{frame.f_code.co_name}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "other"
+
+
+def profile_backend(backend: Any) -> dict[str, list[float]]:
+    """Wrap ``backend._timed`` so every statement adds its seconds to its km call site."""
+    totals: dict[str, list[float]] = {}
+    timed = backend._timed
+
+    def wrapped(sql: str, params: Any, fetch: bool) -> Any:
+        started = time.perf_counter()
+        try:
+            return timed(sql, params, fetch)
+        finally:
+            entry = totals.setdefault(_call_site(), [0.0, 0])
+            entry[0] += time.perf_counter() - started
+            entry[1] += 1
+
+    backend._timed = wrapped
+    return totals
+
+
+def format_profile(totals: dict[str, list[float]], top: int = 25) -> str:
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])
+    return "\n".join(f"#   {seconds:8.2f} s {int(calls):5d}x  {key}"
+                     for key, (seconds, calls) in ranked[:top])
+
+
 # ---- one cell, in a child process ------------------------------------------------------------
 
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
@@ -143,13 +180,21 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     dataset = api.find_dataset(db, cell["dataset"])
     params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
                               "exact_upto": cell["exact_upto"]}
+    totals = profile_backend(db) if cell.get("profile") else None
     started = time.perf_counter()
     run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
     out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
     run = api.get_run(db, dataset, run_id)
+    if totals is not None:
+        print(f"# profile of the search, {cell['dataset']} k={cell['k']} m={cell['m']} "
+              f"sigma={cell['sigma']}\n{format_profile(totals)}", file=sys.stderr, flush=True)
+        totals.clear()
     started = time.perf_counter()
     out["verify"] = api.verify(db, dataset, run).ok
     out["verify_seconds"] = time.perf_counter() - started
+    if totals is not None:
+        print(f"# profile of verify\n{format_profile(totals, 10)}", file=sys.stderr,
+              flush=True)
     out["figures"] = {key: run.figures[key] for key in
                       ("published_labels", "ncp", "generalized_share", "rounds")}
     if cell["check"]:
@@ -254,6 +299,8 @@ def main() -> None:
                         help="seconds for the whole command (a locked slot is < 12 min): "
                              "cells that would start later print 'not measured'")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="print seconds per km call site (search, then verify) to stderr")
     args = parser.parse_args()
     if args.cell:
         print(json.dumps(run_cell(json.loads(args.cell))))
@@ -277,7 +324,8 @@ def main() -> None:
                         "k": k, "m": m, "sigma": "1" if variant == "exact" else args.sigma,
                         "exact_upto": 0 if variant == "exact" else args.exact_upto,
                         "seed": args.seed, "check": args.check, "data": str(data),
-                        "hierarchy": str(hierarchy), "workdir": str(args.workdir)}
+                        "hierarchy": str(hierarchy), "workdir": str(args.workdir),
+                        "profile": args.profile}
                 left = deadline - time.monotonic()
                 if left < 10:
                     print(_row(cell, {"error": "not measured (budget)"}, 0), flush=True)
