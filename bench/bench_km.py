@@ -46,7 +46,8 @@ from bench.make_retail_hierarchy import distinct_items, range_hierarchy  # noqa:
 from tests.oracle import km_oracle  # noqa: E402
 
 DATASETS = {"bms2": ("bms-webview-2/BMS2.dat", "bms-webview-2/hierarchy_BMS2.txt"),
-            "retail": ("retail/retail.dat", None)}
+            "retail": ("retail/retail.dat", None),
+            "cdr": ("", None)}  # generated into the workdir (--cdr-users), graph-constrained
 CHECK_SAMPLES = 45_845  # the paper's γ for σ = 0.99 (Sec. VI-E), per sampled size
 CHECK_DELTA = 0.01
 
@@ -135,14 +136,15 @@ def check_export(fimi: Path, mapping_file: Path, original_file: Path, hierarchy:
 # ---- profile: seconds per km call site --------------------------------------------------------
 
 def _call_site() -> str:
-    """The innermost frame in setanon_sql/models/km that issued the statement (file:function)."""
-    frame = sys._getframe(2)
-    while frame is not None:
+    """The two innermost frames in setanon_sql/models/km that issued the statement."""
+    frame: Any = sys._getframe(2)
+    sites: list[str] = []
+    while frame is not None and len(sites) < 2:
         name = frame.f_code.co_filename
         if "/models/km/" in name:
-            return f"{Path(name).stem}.{frame.f_code.co_name}:{frame.f_lineno}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return "other"
+            sites.append(f"{Path(name).stem}.{frame.f_code.co_name}:{frame.f_lineno}")
+        frame = frame.f_back
+    return " < ".join(sites) or "other"
 
 
 def profile_backend(backend: Any) -> dict[str, list[float]]:
@@ -179,7 +181,9 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     db = api.open_database(cell["url"], "km_bench")
     dataset = api.find_dataset(db, cell["dataset"])
     params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
-                              "exact_upto": cell["exact_upto"]}
+                              "exact_upto": cell["exact_upto"], "trials": cell["trials"]}
+    if cell.get("graph"):
+        params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
     totals = profile_backend(db) if cell.get("profile") else None
     started = time.perf_counter()
     run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
@@ -196,7 +200,8 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
         print(f"# profile of verify\n{format_profile(totals, 10)}", file=sys.stderr,
               flush=True)
     out["figures"] = {key: run.figures[key] for key in
-                      ("published_labels", "ncp", "generalized_share", "rounds")}
+                      ("published_labels", "ncp", "generalized_share", "rounds", "geo_error")
+                      if key in run.figures}
     if cell["check"]:
         workdir = Path(cell["workdir"])
         fimi, mapping = (workdir / f"check_{run_id}.{ext}" for ext in ("dat", "map"))
@@ -243,7 +248,8 @@ def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) ->
         sampled = ", ".join(f"ℓ={ell}: {share:.4f}±{margin:.4f}"
                             for ell, (share, margin) in c["sampled"].items())
         check = ("ok" if c["ok"] else "FAILED") + (f" ({sampled})" if sampled else "")
-    return head + (f"{f['published_labels']} | {f['ncp']:.4f} | {f['generalized_share']:.3f} | "
+    ncp = (f"{f['ncp']:.4f}" + (f" (geo {f['geo_error']:.0f} m)" if "geo_error" in f else ""))
+    return head + (f"{f['published_labels']} | {ncp} | {f['generalized_share']:.3f} | "
                    f"{len(f['rounds'])} | {result['seconds']:.1f} | "
                    f"{'ok' if result['verify'] else 'FAILED'} | "
                    f"{result['verify_seconds']:.1f} | {check} |")
@@ -268,14 +274,27 @@ def _urls(backends: list[str], pg_url: str | None,
     return urls
 
 
-def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path) -> None:
+def _cdr_files(workdir: Path, users: int) -> tuple[Path, None, dict[str, str]]:
+    """The CDR-like data of ``users`` users (written once per size) and its shape on stderr."""
+    from setanon_sql.synth.cdr import format_cdr_shape, write_cdr
+
+    target = workdir / f"cdr_{users}"
+    if not (target / "cdr.dat").exists():
+        shape = write_cdr(target, users, seed=1)
+        print(f"# CDR-like data: {format_cdr_shape(shape)}", file=sys.stderr, flush=True)
+    return target / "cdr.dat", None, {"graph": str(target / "graph.tsv"),
+                                      "coordinates": str(target / "coordinates.tsv")}
+
+
+def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path | None) -> None:
     from setanon_sql import api
 
     db = api.open_database(url, "km_bench")
     if api.find_dataset(db, name) is None:
         started = time.perf_counter()
         dataset = api.load_transactions(db, data, name)
-        api.load_hierarchy(db, hierarchy, dataset)
+        if hierarchy is not None:
+            api.load_hierarchy(db, hierarchy, dataset)
         print(f"loaded {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     db.close()
 
@@ -298,6 +317,11 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=660,
                         help="seconds for the whole command (a locked slot is < 12 min): "
                              "cells that would start later print 'not measured'")
+    parser.add_argument("--trials", type=int, default=1, help="--trials of the sampled variant")
+    parser.add_argument("--cdr-users", type=int, default=1_000_000,
+                        help="users of the generated CDR-like data (dataset 'cdr', "
+                             "setanon_sql/synth/cdr.py, seed 1): --graph, --coordinates, "
+                             "--error geo")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per km call site (search, then verify) to stderr")
@@ -314,8 +338,13 @@ def main() -> None:
         urls = _urls(args.backends.split(","), args.pg_url, stack)
         for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
             url = url or f"duckdb:///{args.workdir / 'km.duckdb'}"
-            data = args.data_dir / DATASETS[name][0]
-            hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
+            graph: dict[str, str] = {}
+            hierarchy: Path | None
+            if name == "cdr":
+                data, hierarchy, graph = _cdr_files(args.workdir, args.cdr_users)
+            else:
+                data = args.data_dir / DATASETS[name][0]
+                hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
             _ensure_loaded(url, name, data, hierarchy)
             for variant, k, m in itertools.product(args.variants.split(","),
                                                    args.k.split(","),
@@ -323,9 +352,10 @@ def main() -> None:
                 cell = {"dataset": name, "backend": backend, "url": url, "variant": variant,
                         "k": k, "m": m, "sigma": "1" if variant == "exact" else args.sigma,
                         "exact_upto": 0 if variant == "exact" else args.exact_upto,
-                        "seed": args.seed, "check": args.check, "data": str(data),
-                        "hierarchy": str(hierarchy), "workdir": str(args.workdir),
-                        "profile": args.profile}
+                        "seed": args.seed, "check": args.check and not graph,
+                        "data": str(data), "hierarchy": str(hierarchy),
+                        "workdir": str(args.workdir), "profile": args.profile,
+                        "trials": args.trials if variant != "exact" else 1, **graph}
                 left = deadline - time.monotonic()
                 if left < 10:
                     print(_row(cell, {"error": "not measured (budget)"}, 0), flush=True)
