@@ -216,7 +216,11 @@ class Sampler:
                target: exp.Table) -> int:
         b = self.backend
         self.rounds += 1
-        rate = self.acceptance.get(ell, 0.5)
+        # Before the first round of a size the acceptance is unknown: assume every proposal
+        # is accepted (at ℓ >= 4 on BMS2 0.99 are: itemsets of long records are unique), and
+        # let a second round make up for a lower rate. Assuming 0.5 drew 2.4x the samples
+        # asked for at ℓ = 5, all of which were then checked.
+        rate = self.acceptance.get(ell, 1.0)
         n = min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
                 math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
         props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
@@ -233,9 +237,10 @@ class Sampler:
         accepted = self._count(fresh, "sid")
         self.proposals += n
         self.acceptance[ell] = max(accepted / n, 0.001)
-        b.materialize(merged, "km_sample_union", None, {"samples": target, "fresh": fresh})
+        b.materialize(merged, "km_sample_union", {"limit": have + missing},
+                      {"samples": target, "fresh": fresh})
         for table in (props, subs, pkeys, itemsets, support, fresh, target):
             b.drop_table(table)
         b.materialize(target, exp.select("*").from_(merged.copy()))
         b.drop_table(merged)
-        return have + accepted
+        return have + min(accepted, missing)
