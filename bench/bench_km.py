@@ -286,6 +286,43 @@ def _cdr_files(workdir: Path, users: int) -> tuple[Path, None, dict[str, str]]:
                                       "coordinates": str(target / "coordinates.tsv")}
 
 
+# Acs et al. Fig. 3 (k = 20, r = 10): (partitions, average error in metres) per (σ, m).
+PAPER_FIG3 = {(0.99, 5): (296, 143), (0.99, 8): (158, 264), (0.99, 11): (143, 284),
+              (0.999, 5): (234, 184), (0.999, 8): (121, 314), (0.999, 11): (118, 331)}
+
+
+def plot_cdr(points: list[dict[str, Any]], target: Path) -> None:
+    """Partitions kept and average geographic error against m, per (σ, k), beside the paper's
+    Fig. 3 points (k = 20), as its Figs. 4 and 5 show them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    series: dict[tuple[float, int], list[tuple[int, int, float]]] = {}
+    for point in points:
+        series.setdefault((point["sigma"], point["k"]), []).append(
+            (point["m"], point["labels"], point["geo"]))
+    for (sigma, k), values in sorted(series.items()):
+        values.sort()
+        ms = [v[0] for v in values]
+        left.plot(ms, [v[1] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
+        right.plot(ms, [v[2] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
+    for sigma in (0.99, 0.999):
+        ms = sorted(m for s, m in PAPER_FIG3 if s == sigma)
+        left.plot(ms, [PAPER_FIG3[sigma, m][0] for m in ms], linestyle="--", marker="x",
+                  label=f"paper σ={sigma} k=20")
+        right.plot(ms, [PAPER_FIG3[sigma, m][1] for m in ms], linestyle="--", marker="x",
+                   label=f"paper σ={sigma} k=20")
+    left.set(xlabel="m", ylabel="partitions (published labels)", title="partitions kept")
+    right.set(xlabel="m", ylabel="average error (m)", title="geographic error")
+    left.legend(fontsize=7)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(target, dpi=100)
+
+
 def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path | None) -> None:
     from setanon_sql import api
 
@@ -322,6 +359,8 @@ def main() -> None:
                         help="users of the generated CDR-like data (dataset 'cdr', "
                              "setanon_sql/synth/cdr.py, seed 1): --graph, --coordinates, "
                              "--error geo")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="cdr cells: plot partitions and geo error against m to this PNG")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per km call site (search, then verify) to stderr")
@@ -334,6 +373,7 @@ def main() -> None:
           "| rounds | seconds | verify | verify s | check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     deadline = time.monotonic() + args.budget
+    points: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         urls = _urls(args.backends.split(","), args.pg_url, stack)
         for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
@@ -361,7 +401,14 @@ def main() -> None:
                     print(_row(cell, {"error": "not measured (budget)"}, 0), flush=True)
                     continue
                 limit = min(args.timeout, left)
-                print(_row(cell, _spawn(cell, limit), limit), flush=True)
+                result = _spawn(cell, limit)
+                print(_row(cell, result, limit), flush=True)
+                if result and "figures" in result and "geo_error" in result["figures"]:
+                    points.append({"sigma": float(cell["sigma"]), "k": int(k), "m": m,
+                                   "labels": result["figures"]["published_labels"],
+                                   "geo": result["figures"]["geo_error"]})
+    if args.plot and points:
+        plot_cdr(points, args.plot)
 
 
 if __name__ == "__main__":
