@@ -78,3 +78,10 @@ def test_a_violating_sample_fails_the_pool_at_once() -> None:
     # a failing pool stops early: at a high violating share the first part decides
     outcome, drawn = run_pool(PoolRule(45_845), 0.5, random.Random(1))
     assert (outcome, drawn) == ("failed", 45_845 // 8)
+
+
+def test_the_first_pool_of_a_size_is_drawn_whole() -> None:
+    rule = PoolRule(45_845, largest=30_000)
+    assert rule.next_part(0, None, whole=True) == 30_000  # all of γ, within the largest part
+    assert rule.next_part(30_000, 30_000, whole=True) == 15_845
+    assert rule.next_part(0, None) == 45_845 // 8

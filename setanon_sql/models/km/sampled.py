@@ -7,9 +7,10 @@ resets S (l.15); the size is done when |S| reaches γ (l.7) with no merge in bet
 
 The decision on a pool is sequential (:class:`PoolRule`): the pool fails, with certainty, as
 soon as one sample violates k (Alg. 2 merges on any violation), and passes when γ samples
-are clean. So a pool is drawn in parts of growing size (``first_part``, doubling, never past
-γ) and each part is checked as soon as it is drawn: a pool that will fail stops at the first
-part holding a violation instead of drawing all γ samples, and the clean samples of a part
+are clean. So a pool after the first of a size is drawn in parts of growing size
+(``first_part``, doubling, never past γ) and each part is checked as soon as it is drawn: a
+pool that will fail stops at the first part holding a violation instead of drawing all γ
+samples, and the clean samples of a part
 are not kept (the cut does not change while S grows, so they are never re-checked). γ is
 unchanged (Theorem 1's count, :mod:`.samplesize`): only the work spent on pools that fail is
 saved. Each part's supports are counted for all of its generalized itemsets in one pass
@@ -47,11 +48,13 @@ from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
 from setanon_sql.progress import report
 
-# The first part of a pool is γ / 8, within [1,000, 50,000]. Why not smaller: the violating
-# samples of a failed part are the ones that steer the merges, and with parts of 1,000 the
-# search made 146 merge rounds instead of 47 at BMS2 k = 5, m = 3 (each round a dozen
-# statements), costing far more than the samples saved. Why not all of γ: a pool that fails
-# late in a size holds few violating samples, and drawing all γ of them is then mostly waste.
+# The first pool of a size is drawn whole (up to MAX_PART): at a new size most samples
+# violate k, and the violating samples of a failed part are what steers the merges; with
+# smaller parts the search made more merge rounds (BMS2 k = 5, m = 3: 146 rounds with parts of
+# 1,000, 71 with parts of γ / 8, 47 with whole pools; each round a dozen statements), costing
+# more than the samples saved. Later pools start at γ / 8 (within [1,000, 50,000]) and
+# double: a pool that fails late in a size holds few violating samples, and drawing all γ of
+# them would be mostly waste.
 FIRST_SHARE, FIRST_MIN, FIRST_MAX = 8, 1_000, 50_000
 MAX_PART = 1_000_000  # samples drawn and checked at once (memory of one part's tables)
 
@@ -80,9 +83,11 @@ class PoolRule:
             return "failed"
         return "passed" if clean >= self.gamma else "continue"
 
-    def next_part(self, clean: int, last: int | None) -> int:
-        """The size of the next part: the first part, then twice the last, up to γ - clean."""
-        size = (self.first or first_part(self.gamma)) if last is None else 2 * last
+    def next_part(self, clean: int, last: int | None, whole: bool = False) -> int:
+        """The size of the next part: the first part (all of γ if ``whole``), then twice the
+        last, up to γ - clean and at most ``largest``."""
+        first = self.gamma if whole else (self.first or first_part(self.gamma))
+        size = first if last is None else 2 * last
         return max(1, min(size, self.largest, self.gamma - clean))
 
 
@@ -141,7 +146,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     clean, part, parts, failed_pools = 0, None, 0, 0
     try:
         while True:
-            part = rule.next_part(clean, part)
+            part = rule.next_part(clean, part, whole=not failed_pools)
             drawn = sampler.draw(ell, part, pool)
             parts += 1
             if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
