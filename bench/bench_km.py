@@ -46,7 +46,8 @@ from bench.make_retail_hierarchy import distinct_items, range_hierarchy  # noqa:
 from tests.oracle import km_oracle  # noqa: E402
 
 DATASETS = {"bms2": ("bms-webview-2/BMS2.dat", "bms-webview-2/hierarchy_BMS2.txt"),
-            "retail": ("retail/retail.dat", None)}
+            "retail": ("retail/retail.dat", None),
+            "cdr": ("", None)}  # generated into the workdir (--cdr-users), graph-constrained
 CHECK_SAMPLES = 45_845  # the paper's γ for σ = 0.99 (Sec. VI-E), per sampled size
 CHECK_DELTA = 0.01
 
@@ -132,6 +133,44 @@ def check_export(fimi: Path, mapping_file: Path, original_file: Path, hierarchy:
     return result
 
 
+# ---- profile: seconds per km call site --------------------------------------------------------
+
+def _call_site() -> str:
+    """The two innermost frames in setanon_sql/models/km that issued the statement."""
+    frame: Any = sys._getframe(2)
+    sites: list[str] = []
+    while frame is not None and len(sites) < 2:
+        name = frame.f_code.co_filename
+        if "/models/km/" in name:
+            sites.append(f"{Path(name).stem}.{frame.f_code.co_name}:{frame.f_lineno}")
+        frame = frame.f_back
+    return " < ".join(sites) or "other"
+
+
+def profile_backend(backend: Any) -> dict[str, list[float]]:
+    """Wrap ``backend._timed`` so every statement adds its seconds to its km call site."""
+    totals: dict[str, list[float]] = {}
+    timed = backend._timed
+
+    def wrapped(sql: str, params: Any, fetch: bool) -> Any:
+        started = time.perf_counter()
+        try:
+            return timed(sql, params, fetch)
+        finally:
+            entry = totals.setdefault(_call_site(), [0.0, 0])
+            entry[0] += time.perf_counter() - started
+            entry[1] += 1
+
+    backend._timed = wrapped
+    return totals
+
+
+def format_profile(totals: dict[str, list[float]], top: int = 25) -> str:
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])
+    return "\n".join(f"#   {seconds:8.2f} s {int(calls):5d}x  {key}"
+                     for key, (seconds, calls) in ranked[:top])
+
+
 # ---- one cell, in a child process ------------------------------------------------------------
 
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
@@ -142,16 +181,27 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     db = api.open_database(cell["url"], "km_bench")
     dataset = api.find_dataset(db, cell["dataset"])
     params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
-                              "exact_upto": cell["exact_upto"]}
+                              "exact_upto": cell["exact_upto"], "trials": cell["trials"]}
+    if cell.get("graph"):
+        params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
+    totals = profile_backend(db) if cell.get("profile") else None
     started = time.perf_counter()
     run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
     out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
     run = api.get_run(db, dataset, run_id)
+    if totals is not None:
+        print(f"# profile of the search, {cell['dataset']} k={cell['k']} m={cell['m']} "
+              f"sigma={cell['sigma']}\n{format_profile(totals)}", file=sys.stderr, flush=True)
+        totals.clear()
     started = time.perf_counter()
     out["verify"] = api.verify(db, dataset, run).ok
     out["verify_seconds"] = time.perf_counter() - started
+    if totals is not None:
+        print(f"# profile of verify\n{format_profile(totals, 10)}", file=sys.stderr,
+              flush=True)
     out["figures"] = {key: run.figures[key] for key in
-                      ("published_labels", "ncp", "generalized_share", "rounds")}
+                      ("published_labels", "ncp", "generalized_share", "rounds", "geo_error")
+                      if key in run.figures}
     if cell["check"]:
         workdir = Path(cell["workdir"])
         fimi, mapping = (workdir / f"check_{run_id}.{ext}" for ext in ("dat", "map"))
@@ -198,7 +248,8 @@ def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) ->
         sampled = ", ".join(f"ℓ={ell}: {share:.4f}±{margin:.4f}"
                             for ell, (share, margin) in c["sampled"].items())
         check = ("ok" if c["ok"] else "FAILED") + (f" ({sampled})" if sampled else "")
-    return head + (f"{f['published_labels']} | {f['ncp']:.4f} | {f['generalized_share']:.3f} | "
+    ncp = (f"{f['ncp']:.4f}" + (f" (geo {f['geo_error']:.0f} m)" if "geo_error" in f else ""))
+    return head + (f"{f['published_labels']} | {ncp} | {f['generalized_share']:.3f} | "
                    f"{len(f['rounds'])} | {result['seconds']:.1f} | "
                    f"{'ok' if result['verify'] else 'FAILED'} | "
                    f"{result['verify_seconds']:.1f} | {check} |")
@@ -223,14 +274,64 @@ def _urls(backends: list[str], pg_url: str | None,
     return urls
 
 
-def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path) -> None:
+def _cdr_files(workdir: Path, users: int) -> tuple[Path, None, dict[str, str]]:
+    """The CDR-like data of ``users`` users (written once per size) and its shape on stderr."""
+    from setanon_sql.synth.cdr import format_cdr_shape, write_cdr
+
+    target = workdir / f"cdr_{users}"
+    if not (target / "cdr.dat").exists():
+        shape = write_cdr(target, users, seed=1)
+        print(f"# CDR-like data: {format_cdr_shape(shape)}", file=sys.stderr, flush=True)
+    return target / "cdr.dat", None, {"graph": str(target / "graph.tsv"),
+                                      "coordinates": str(target / "coordinates.tsv")}
+
+
+# Acs et al. Fig. 3 (k = 20, r = 10): (partitions, average error in metres) per (σ, m).
+PAPER_FIG3 = {(0.99, 5): (296, 143), (0.99, 8): (158, 264), (0.99, 11): (143, 284),
+              (0.999, 5): (234, 184), (0.999, 8): (121, 314), (0.999, 11): (118, 331)}
+
+
+def plot_cdr(points: list[dict[str, Any]], target: Path) -> None:
+    """Partitions kept and average geographic error against m, per (σ, k), beside the paper's
+    Fig. 3 points (k = 20), as its Figs. 4 and 5 show them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    series: dict[tuple[float, int], list[tuple[int, int, float]]] = {}
+    for point in points:
+        series.setdefault((point["sigma"], point["k"]), []).append(
+            (point["m"], point["labels"], point["geo"]))
+    for (sigma, k), values in sorted(series.items()):
+        values.sort()
+        ms = [v[0] for v in values]
+        left.plot(ms, [v[1] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
+        right.plot(ms, [v[2] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
+    for sigma in (0.99, 0.999):
+        ms = sorted(m for s, m in PAPER_FIG3 if s == sigma)
+        left.plot(ms, [PAPER_FIG3[sigma, m][0] for m in ms], linestyle="--", marker="x",
+                  label=f"paper σ={sigma} k=20")
+        right.plot(ms, [PAPER_FIG3[sigma, m][1] for m in ms], linestyle="--", marker="x",
+                   label=f"paper σ={sigma} k=20")
+    left.set(xlabel="m", ylabel="partitions (published labels)", title="partitions kept")
+    right.set(xlabel="m", ylabel="average error (m)", title="geographic error")
+    left.legend(fontsize=7)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(target, dpi=100)
+
+
+def _ensure_loaded(url: str, name: str, data: Path, hierarchy: Path | None) -> None:
     from setanon_sql import api
 
     db = api.open_database(url, "km_bench")
     if api.find_dataset(db, name) is None:
         started = time.perf_counter()
         dataset = api.load_transactions(db, data, name)
-        api.load_hierarchy(db, hierarchy, dataset)
+        if hierarchy is not None:
+            api.load_hierarchy(db, hierarchy, dataset)
         print(f"loaded {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     db.close()
 
@@ -253,7 +354,16 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=660,
                         help="seconds for the whole command (a locked slot is < 12 min): "
                              "cells that would start later print 'not measured'")
+    parser.add_argument("--trials", type=int, default=1, help="--trials of the sampled variant")
+    parser.add_argument("--cdr-users", type=int, default=1_000_000,
+                        help="users of the generated CDR-like data (dataset 'cdr', "
+                             "setanon_sql/synth/cdr.py, seed 1): --graph, --coordinates, "
+                             "--error geo")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="cdr cells: plot partitions and geo error against m to this PNG")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--profile", action="store_true",
+                        help="print seconds per km call site (search, then verify) to stderr")
     args = parser.parse_args()
     if args.cell:
         print(json.dumps(run_cell(json.loads(args.cell))))
@@ -263,12 +373,18 @@ def main() -> None:
           "| rounds | seconds | verify | verify s | check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     deadline = time.monotonic() + args.budget
+    points: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         urls = _urls(args.backends.split(","), args.pg_url, stack)
         for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
             url = url or f"duckdb:///{args.workdir / 'km.duckdb'}"
-            data = args.data_dir / DATASETS[name][0]
-            hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
+            graph: dict[str, str] = {}
+            hierarchy: Path | None
+            if name == "cdr":
+                data, hierarchy, graph = _cdr_files(args.workdir, args.cdr_users)
+            else:
+                data = args.data_dir / DATASETS[name][0]
+                hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
             _ensure_loaded(url, name, data, hierarchy)
             for variant, k, m in itertools.product(args.variants.split(","),
                                                    args.k.split(","),
@@ -276,14 +392,23 @@ def main() -> None:
                 cell = {"dataset": name, "backend": backend, "url": url, "variant": variant,
                         "k": k, "m": m, "sigma": "1" if variant == "exact" else args.sigma,
                         "exact_upto": 0 if variant == "exact" else args.exact_upto,
-                        "seed": args.seed, "check": args.check, "data": str(data),
-                        "hierarchy": str(hierarchy), "workdir": str(args.workdir)}
+                        "seed": args.seed, "check": args.check and not graph,
+                        "data": str(data), "hierarchy": str(hierarchy),
+                        "workdir": str(args.workdir), "profile": args.profile,
+                        "trials": args.trials if variant != "exact" else 1, **graph}
                 left = deadline - time.monotonic()
                 if left < 10:
                     print(_row(cell, {"error": "not measured (budget)"}, 0), flush=True)
                     continue
                 limit = min(args.timeout, left)
-                print(_row(cell, _spawn(cell, limit), limit), flush=True)
+                result = _spawn(cell, limit)
+                print(_row(cell, result, limit), flush=True)
+                if result and "figures" in result and "geo_error" in result["figures"]:
+                    points.append({"sigma": float(cell["sigma"]), "k": int(k), "m": m,
+                                   "labels": result["figures"]["published_labels"],
+                                   "geo": result["figures"]["geo_error"]})
+    if args.plot and points:
+        plot_cdr(points, args.plot)
 
 
 if __name__ == "__main__":

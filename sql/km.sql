@@ -249,7 +249,12 @@ SELECT k.sid, s.item_id, k.supp
 FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
 
 -- name: km_sample_union
-SELECT sid, item_id, supp FROM samples UNION ALL SELECT sid, item_id, supp FROM fresh
+-- The samples so far and the new ones up to number :limit: the first accepted in proposal
+-- order (an order fixed before any support is known), so the kept ones stay uniform and
+-- independent, and a round that accepts more than asked for is not checked in full.
+SELECT sid, item_id, supp FROM samples
+UNION ALL
+SELECT sid, item_id, supp FROM fresh WHERE sid <= :limit
 
 -- name: km_sample_keys
 -- (sid, vid, node_id): each sample's itemset generalized by the cut, a row per node; identical

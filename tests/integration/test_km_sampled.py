@@ -83,3 +83,30 @@ def test_unicity_estimate_is_within_its_bound(db: Backend, tmp_path: Path) -> No
         truth = km_oracle.unicity(records, estimate["size"])
         assert abs(estimate["unique_share"] - truth) <= 0.05, (estimate, truth)
     assert [t for t in db.table_names("tmp_")] == []
+
+
+def test_verification_in_parts_matches_the_exact_share(db: Backend, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # verify draws its samples in parts (risk.VERIFY_PART); the counts of the parts must add
+    # up to a fair estimate of the exact violating share of the published data.
+    from setanon_sql.io.published import published
+    from setanon_sql.models.km import risk
+
+    data, hierarchy = random_case(tmp_path, 6)
+    k = 3  # a run exact for k = 2, m = 1, checked for pairs at k = 3: violations to find
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
+    share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
+                                      km_oracle.read_mapping(mapping_file), k, 2)
+    attribute = dataset.set_attributes[0]
+    view = published(db, dataset, run)
+    tables = {"items": db.table(dataset.items_table(attribute)),
+              "map": view.maps[attribute.attr_no], "pdict": view.dicts[attribute.attr_no],
+              "published": view.items[attribute.attr_no],
+              "dict": db.table(dataset.dict_table(attribute))}
+    monkeypatch.setattr(risk, "VERIFY_PART", 700)
+    bad, drawn = risk.sampled_violations(db, dataset, tables, tables["items"], 2, k, 3000, 7)
+    assert drawn == 3000
+    spread = 4 * math.sqrt(share * (1 - share) / drawn) + 0.01
+    assert share > 0.05  # the case has violations to find
+    assert abs(bad / drawn - share) <= spread, (bad, drawn, share)
+    assert [t for t in db.table_names("tmp_")] == []

@@ -6,7 +6,9 @@ are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the other
 samples (:mod:`.sampled`). The controller keeps only the cut's version and small counts; every
 pass over the data is SQL.
 
-Samples come from the exact rejection sampler (:mod:`.sampler`, the default) or, with
+Samples come from the exact rejection sampler (:mod:`.sampler`, the default; its ℓ-subset of a
+proposed record is drawn as ℓ positions, :mod:`.positions`, so a proposal reads ℓ rows
+whatever the record's length) or, with
 ``--sampler mcmc``, from the paper's Metropolis-Hastings chains (:mod:`.mcmc`). Exact is the
 default because it is exactly uniform and, on BMS-WebView-2, the cheaper one: γ = 45,845 draws
 of 4-itemsets take 30 s, while MCMC chains stopped by Geweke after 32 steps cost 1.5 M scored
@@ -39,6 +41,7 @@ from setanon_sql.models.km.params import (
     KmParams,
     parse_params,
 )
+from setanon_sql.models.km.positions import PositionSampler
 from setanon_sql.models.km.sampled import enforce_sampled
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.verify import verify_run
@@ -121,15 +124,18 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int) -> dict[str
         sampler = McmcSampler(gen.backend, gen.items, gen.table, seed, stream=trial,
                               first_check=chosen.mcmc_min_steps)
     else:
-        sampler = Sampler(gen.backend, gen.items, gen.table, seed, stream=trial)
+        sampler = PositionSampler(gen.backend, gen.items, gen.table, seed, stream=trial)
     history: list[dict[str, Any]] = []
-    for ell in range(1, chosen.m + 1):
-        k = chosen.k[ell - 1]
-        if chosen.exact_at(ell):
-            history.extend(enforce_exact(gen, ell, k, chosen.error, chosen.batch))
-        else:
-            history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
-                                           chosen.error, chosen.batch))
+    try:
+        for ell in range(1, chosen.m + 1):
+            k = chosen.k[ell - 1]
+            if chosen.exact_at(ell):
+                history.extend(enforce_exact(gen, ell, k, chosen.error, chosen.batch))
+            else:
+                history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
+                                               chosen.error, chosen.batch))
+    finally:
+        sampler.release()
     figures: dict[str, Any] = dict(gen.figures())
     figures["rounds"] = history
     if chosen.sampled:

@@ -99,3 +99,60 @@ def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> e
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
     return exp.select("*").from_(query.subquery("u"))
+
+
+def rarest_first_rows(groups: exp.Table, postings: exp.Table, ell: int) -> exp.Select:
+    """(vid, size, r1..rℓ): each itemset of ``groups(vid, node_id, ...)`` in one row, its nodes
+    ordered by their number of records in ``postings(node_id, n)`` (rarest first; ties: the
+    smaller id); columns past the size are NULL."""
+    position = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("vid", "gr")],
+                          order=exp.Order(expressions=[
+                              exp.Ordered(this=exp.column("n", "o")),
+                              exp.Ordered(this=exp.column("node_id", "gr"))]))
+    ranked = (exp.select(exp.column("vid", "gr").as_("vid", quoted=True),
+                         exp.column("node_id", "gr").as_("node_id", quoted=True),
+                         position.as_("pos", quoted=True))
+              .from_(with_alias(groups, "gr"))
+              .join(with_alias(postings, "o"),
+                    on=exp.column("node_id", "o").eq(exp.column("node_id", "gr"))))
+    nodes = [exp.func("max", exp.If(
+        this=exp.column("pos", quoted=True).eq(exp.Literal.number(j)),
+        true=exp.column("node_id", quoted=True))).as_(f"r{j}", quoted=True)
+        for j in range(1, ell + 1)]
+    return (exp.select(exp.column("vid", quoted=True),
+                       exp.func("count", exp.Star()).as_("size", quoted=True), *nodes)
+            .from_(ranked.subquery("k")).group_by(exp.column("vid", quoted=True)))
+
+
+def chain_start(rows: exp.Table, records: exp.Table, ell: int) -> exp.Select:
+    """The first link of the chain: (vid, size, record_id, r2..rℓ) for every record of
+    ``records(record_id, node_id)`` holding the rarest node r1 of an itemset of ``rows``."""
+    rest = [_col("v", f"r{j}").as_(f"r{j}", quoted=True) for j in range(2, ell + 1)]
+    return (exp.select(_col("v", "vid").as_("vid", quoted=True),
+                       _col("v", "size").as_("size", quoted=True),
+                       _col("g", "record_id").as_("record_id", quoted=True), *rest)
+            .from_(with_alias(rows, "v"))
+            .join(with_alias(records, "g"), on=_col("g", "node_id").eq(_col("v", "r1"))))
+
+
+def chain_step(held: exp.Table, records: exp.Table, j: int, ell: int) -> exp.Select:
+    """Link j: the rows of ``held`` (from :func:`chain_start` or the previous link) whose record
+    also holds node rj; itemsets shorter than j pass unchanged. One two-table join on
+    (record_id, node_id), so no engine can join ``records`` with itself first."""
+    columns = ["vid", "size", "record_id", *(f"r{i}" for i in range(2, ell + 1))]
+    passing = (exp.select(*(_col("h", c).as_(c, quoted=True) for c in columns))
+               .from_(with_alias(held, "h"))
+               .where(_col("h", "size") < exp.Literal.number(j)))
+    joined = (exp.select(*(_col("h", c).as_(c, quoted=True) for c in columns))
+              .from_(with_alias(held, "h"))
+              .join(with_alias(records, "g"), on=exp.and_(
+                  _col("g", "record_id").eq(_col("h", "record_id")),
+                  _col("g", "node_id").eq(_col("h", f"r{j}")))))
+    return exp.select("*").from_(exp.union(passing, joined, distinct=False).subquery("u"))
+
+
+def chain_counts(held: exp.Table) -> exp.Select:
+    """(vid, supp) from the last link: one row per record holding every node of the itemset."""
+    return (exp.select(exp.column("vid", quoted=True),
+                       exp.func("count", exp.Star()).as_("supp", quoted=True))
+            .from_(held.copy()).group_by(exp.column("vid", quoted=True)))

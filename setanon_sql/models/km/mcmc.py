@@ -85,6 +85,9 @@ class McmcSampler:
         self.rounds += 1
         return self.stream * 1_000_000 + self.rounds
 
+    def release(self) -> None:
+        """Nothing is kept between draws (the chains' tables are dropped by each draw)."""
+
     def draw(self, ell: int, count: int, target: exp.Table) -> int:
         """Create ``target(sid, item_id, supp)``: the states of ``count`` chains of size ℓ
         (none if Omega^ℓ is empty); ``supp`` is the itemset's support in D."""

@@ -39,6 +39,13 @@ class PositionSampler(Sampler):
             self.numbered_ready = True
         return numbered
 
+    def release(self) -> None:
+        """Also drop the numbered items (they do not depend on ℓ: kept across sizes)."""
+        super().release()
+        if self.numbered_ready:
+            self.backend.drop_table(self.table("snum"))
+        self.numbered_ready = False
+
     def _work(self, ell: int, count: int) -> SamplingWork | None:
         """A proposal reads ℓ rows whatever its record's length: no estimate to refuse on."""
         return None

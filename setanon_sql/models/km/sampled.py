@@ -1,21 +1,41 @@
-"""σ-k^m for one itemset size: Alg. 2 l.6-15 with samples drawn in batches.
+"""σ-k^m for one itemset size: Alg. 2 l.6-15 with each pool drawn in growing parts.
 
-A pool of γ samples (uniform, independent, from the ORIGINAL data, l.8) is generalized by the
-current cut and checked in SQL (l.9-10, by the cheaper of two plans: :mod:`.groupsupport`).
-Violating samples propose merges as in the exact search (l.13-14), and the pool is re-checked
-under the new cut. Once the pool passes, a FRESH pool of γ samples is drawn (l.15 resets S
-after a merge: samples that steered the search do not certify it); the size is done when a
-fresh pool passes without any merge, so the γ certifying samples were drawn after the final
-cut was fixed, as Theorem 1 needs.
+Alg. 2 keeps a set S of k-anonymous samples drawn (uniformly and independently, from the
+ORIGINAL data, l.8) since the last merge; a violating sample triggers a merge (l.12-14) and
+resets S (l.15); the size is done when |S| reaches γ (l.7) with no merge in between, so the
+γ certifying samples were all drawn after the final cut was fixed, as Theorem 1 needs.
 
-Between two draws only the violating samples are re-checked: a merge only coarsens nodes, and
-a record holding items under nodes A and B still holds items under their merged parents, so the
-support of a generalized sample never shrinks and a k-anonymous sample stays k-anonymous. The
-count of violating samples per round is the same as re-checking the whole pool.
+The decision on a pool is sequential (:class:`PoolRule`): the pool fails, with certainty, as
+soon as one sample violates k (Alg. 2 merges on any violation), and passes when γ samples
+are clean. So a pool after the first of a size is drawn in parts of growing size
+(``first_part``, doubling, never past γ) and each part is checked as soon as it is drawn: a
+pool that will fail stops at the first part holding a violation instead of drawing all γ
+samples, and the clean samples of a part
+are not kept (the cut does not change while S grows, so they are never re-checked). γ is
+unchanged (Theorem 1's count, :mod:`.samplesize`): only the work spent on pools that fail is
+saved. Each part's supports are counted for all of its generalized itemsets in one pass
+(:mod:`.groupsupport`).
+
+What is reused, and why that is allowed:
+
+- **violating samples between merges**: after a failed part, only its violating samples are
+  re-checked under the merged cut until none violates (a merge only coarsens nodes, and a
+  record holding items under nodes A and B still holds items under their merged parents, so
+  the support of a generalized sample never shrinks: a k-anonymous sample stays so). They
+  steer the search only; S restarts empty (l.15), so they never certify it.
+- **clean samples of a failed pool are NOT carried over**: they were clean under an earlier,
+  finer cut and stay clean under the new one, but counting them would select the samples by
+  the merges made in between (the violators are dropped and the rest kept), and the chance
+  of γ clean samples would no longer be bounded by (1 - ε)^γ. Theorem 1 is applied to the
+  samples drawn after the last merge only, as in Alg. 2.
+- **tables that depend on D only**: the sampler keeps its per-size tables across parts (the
+  caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
+  per cut version.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -27,6 +47,48 @@ from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma
 from setanon_sql.progress import report
+
+# The first pool of a size is drawn whole (up to MAX_PART): at a new size most samples
+# violate k, and the violating samples of a failed part are what steers the merges; with
+# smaller parts the search made more merge rounds (BMS2 k = 5, m = 3: 146 rounds with parts of
+# 1,000, 71 with parts of γ / 8, 47 with whole pools; each round a dozen statements), costing
+# more than the samples saved. Later pools start at γ / 8 (within [1,000, 50,000]) and
+# double: a pool that fails late in a size holds few violating samples, and drawing all γ of
+# them would be mostly waste.
+FIRST_SHARE, FIRST_MIN, FIRST_MAX = 8, 1_000, 50_000
+MAX_PART = 1_000_000  # samples drawn and checked at once (memory of one part's tables)
+
+
+def first_part(count: int) -> int:
+    """The size of the first part of a pool of ``count`` samples (see FIRST_SHARE)."""
+    return min(count, max(FIRST_MIN, min(count // FIRST_SHARE, FIRST_MAX)))
+
+
+@dataclass(frozen=True)
+class PoolRule:
+    """Alg. 2 l.7-15 as a sequential decision on one pool of γ samples.
+
+    ``decide(clean, violating)``: 'failed' once any sample violates k (certain: Alg. 2 merges
+    on one violation), 'passed' once ``gamma`` samples are clean, else 'continue'. A pool
+    passes a cut whose share of violating itemsets is h with probability (1 - h)^γ, at most
+    δ of Theorem 1 for h >= ε (tests/unit/test_km_pool.py measures it).
+    """
+
+    gamma: int
+    first: int = 0  # 0: first_part(gamma)
+    largest: int = MAX_PART
+
+    def decide(self, clean: int, violating: int) -> str:
+        if violating:
+            return "failed"
+        return "passed" if clean >= self.gamma else "continue"
+
+    def next_part(self, clean: int, last: int | None, whole: bool = False) -> int:
+        """The size of the next part: the first part (all of γ if ``whole``), then twice the
+        last, up to γ - clean and at most ``largest``."""
+        first = self.gamma if whole else (self.first or first_part(self.gamma))
+        size = first if last is None else 2 * last
+        return max(1, min(size, self.largest, self.gamma - clean))
 
 
 def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
@@ -43,44 +105,89 @@ def violating_count(backend: Backend, violations: exp.Table) -> int:
         .from_(exp.select("vid", "n").distinct().from_(violations.copy()).subquery("v"))))
 
 
+@dataclass
+class _Checker:
+    """Checks samples against the current cut; <R, D> is made once per cut version."""
+
+    gen: CutSearch
+    k: int
+    version: int = -1
+    generalized: exp.Table | None = None
+
+    def check(self, pool: exp.Table) -> tuple[int, str]:
+        """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
+        gen, b = self.gen, self.gen.backend
+        if self.version != gen.version or self.generalized is None:
+            self.drop()
+            self.generalized, self.version = gen.generalized(), gen.version
+        groups = gen.table("groups")
+        group_samples(b, pool, gen.cut, gen.table("skeys"), groups)
+        plan = group_violations(b, groups, self.generalized, self.k, gen.table("sviol"),
+                                gen.table)
+        b.drop_table(groups)
+        return violating_count(b, gen.table("sviol")), plan
+
+    def drop(self) -> None:
+        if self.generalized is not None:
+            self.gen.backend.drop_table(self.generalized)
+        self.generalized = None
+
+
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
                     sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
-    """Generalize until γ(σ) fresh samples of size ℓ are all k-anonymous; one entry per round."""
+    """Generalize until γ(σ) samples of size ℓ drawn after the last merge are all k-anonymous;
+    one history entry per merge round, and one for the certifying pool."""
     b = gen.backend
-    need = gamma(sigma)
-    pool, keys, groups = gen.table("samples"), gen.table("skeys"), gen.table("groups")
-    violations, narrowed = gen.table("sviol"), gen.table("snarrow")
+    rule = PoolRule(gamma(sigma))
+    checker = _Checker(gen, k)
+    pool, keys, violations = gen.table("samples"), gen.table("skeys"), gen.table("sviol")
+    narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
-    drawn, fresh = sampler.draw(ell, need, pool), True
-    while drawn:
-        generalized = gen.generalized()
-        group_samples(b, pool, gen.cut, keys, groups)
-        plan = group_violations(b, groups, generalized, k, violations, gen.table)
-        b.drop_table(groups)
-        b.drop_table(generalized)
-        bad = violating_count(b, violations)
-        report("search", f"size {ell}: round {len(history) + 1}, {bad:,} of {drawn:,} "
-                         "sampled itemsets violate k", done=drawn - bad, total=max(drawn, 1))
-        if not bad:
-            b.drop_table(violations)
-            b.drop_table(keys)
-            if fresh:
-                history.append({"size": ell, "certified_by": drawn, "gamma": need,
-                                "plan": plan})
-                break
-            b.drop_table(pool)
-            drawn, fresh = sampler.draw(ell, need, pool), True
-            continue
-        merges = gen.merge(violations, error, batch)
-        b.materialize(narrowed, "km_violating_samples", None,
-                      {"samples": pool, "keys": keys, "violations": violations})
-        for table in (violations, keys, pool):
+    clean, part, parts, failed_pools = 0, None, 0, 0
+    try:
+        while True:
+            part = rule.next_part(clean, part, whole=not failed_pools)
+            drawn = sampler.draw(ell, part, pool)
+            parts += 1
+            if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
+                b.drop_table(pool)
+                history.append({"size": ell, "certified_by": 0, "gamma": rule.gamma})
+                return history
+            bad, plan = checker.check(pool)
+            report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
+                             f"samples, {bad:,} violate k", done=clean + drawn - bad,
+                   total=rule.gamma)
+            outcome = rule.decide(clean + drawn - bad, bad)
+            if outcome != "failed":
+                clean += drawn
+                for table in (pool, keys, violations):
+                    b.drop_table(table)
+                if outcome == "passed":
+                    history.append({"size": ell, "certified_by": clean, "gamma": rule.gamma,
+                                    "parts": parts, "failed_pools": failed_pools,
+                                    "plan": plan})
+                    return history
+                continue
+            failed_pools += 1
+            # Alg. 2 l.12-15: merge for the violating samples, re-check only them until none
+            # violates; then S restarts empty (a new pool, first part again).
+            while bad:
+                merges = gen.merge(violations, error, batch)
+                b.materialize(narrowed, "km_violating_samples", None,
+                              {"samples": pool, "keys": keys, "violations": violations})
+                for table in (violations, keys, pool):
+                    b.drop_table(table)
+                pool, narrowed = narrowed, pool  # the two names take turns: no copy back
+                history.append({"size": ell, "violating_samples": bad, "samples": drawn,
+                                "merges": merges, "plan": plan})
+                if not merges:
+                    raise gen.no_merge_error(k)
+                drawn = bad
+                bad, plan = checker.check(pool)
+            for table in (pool, keys, violations):
+                b.drop_table(table)
+            clean, part = 0, None
+    finally:
+        checker.drop()
+        for table in (pool, narrowed, keys, violations):
             b.drop_table(table)
-        pool, narrowed = narrowed, pool  # the two names take turns: no copy back
-        history.append({"size": ell, "violating_samples": bad, "samples": drawn,
-                        "merges": merges, "plan": plan})
-        fresh = False
-        if not merges:
-            raise gen.no_merge_error(k)
-    b.drop_table(pool)
-    return history

@@ -122,6 +122,7 @@ class Sampler:
     acceptance: dict[int, float] = field(default_factory=dict)
     proposals: int = 0
     round_cap: dict[int, int] = field(default_factory=dict)
+    prepared: tuple[int, float, int] | None = None  # (ℓ, Z, buckets) of the kept tables
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
         what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
@@ -129,7 +130,12 @@ class Sampler:
 
     def draw(self, ell: int, count: int, target: exp.Table) -> int:
         """Create ``target(sid, item_id, supp)`` with at least ``count`` samples of size ℓ
-        (fewer only if Omega^ℓ is empty); ``supp`` is the itemset's support in D."""
+        (fewer only if Omega^ℓ is empty); ``supp`` is the itemset's support in D.
+
+        The per-size tables (record weights, their buckets, D as nodes) depend on D and ℓ
+        only, so they are made by the first draw of a size and kept for the next draws of the
+        same size (a sampled search draws a pool in several parts); :meth:`release` drops them.
+        """
         b = self.backend
         if ell == 1:
             self.rounds += 1
@@ -149,12 +155,7 @@ class Sampler:
                 "(--sigma 1), or remove or split that record")
         if work is not None:
             self.round_cap[ell] = work.round_proposals()
-        recw, recb = self.table("recw"), self.table("recb")
-        b.materialize(recw, statement("km_sample_weights", ell, b), {"ell": ell},
-                      {"items": self.items})
-        nb = self._count(recw)
-        z = float(b.scalar(exp.select(exp.func("max", exp.column("hi"))).from_(recw.copy()))
-                  or 0.0)
+        z, nb = self._prepare(ell)
         b.materialize(target, exp.select("sid", "item_id", "supp").from_(
             exp.select(exp.cast(exp.Literal.number(0), "BIGINT").as_("sid"),
                        exp.cast(exp.Literal.number(0), "BIGINT").as_("item_id"),
@@ -162,16 +163,42 @@ class Sampler:
             .where(exp.false()))
         have = 0
         if nb:
-            nodes = self.table("snodes")
-            b.materialize(recb, statement("km_sample_buckets", ell, b), {"z": z, "nb": nb},
-                          {"recw": recw})
-            b.materialize(nodes, "km_sample_records_as_nodes", None, {"items": self.items})
             while have < count:
                 have = self._round(ell, count - have, have, z, nb, target)
-            b.drop_table(recb)
-            b.drop_table(nodes)
-        b.drop_table(recw)
         return have
+
+    def _prepare(self, ell: int) -> tuple[float, int]:
+        """(Z, buckets) of size ℓ; makes recw, recb and snodes unless this size has them."""
+        if self.prepared is not None and self.prepared[0] == ell:
+            return self.prepared[1], self.prepared[2]
+        self.release_size()
+        b = self.backend
+        for purpose in ("recw", "recb", "snodes"):  # left by an earlier sampler of the names
+            b.drop_table(self.table(purpose))
+        recw = self.table("recw")
+        b.materialize(recw, statement("km_sample_weights", ell, b), {"ell": ell},
+                      {"items": self.items})
+        nb = self._count(recw)
+        z = float(b.scalar(exp.select(exp.func("max", exp.column("hi"))).from_(recw.copy()))
+                  or 0.0)
+        if nb:
+            b.materialize(self.table("recb"), statement("km_sample_buckets", ell, b),
+                          {"z": z, "nb": nb}, {"recw": recw})
+            b.materialize(self.table("snodes"), "km_sample_records_as_nodes", None,
+                          {"items": self.items})
+        self.prepared = (ell, z, nb)
+        return z, nb
+
+    def release_size(self) -> None:
+        """Drop the per-size tables kept between draws (a no-op when there are none)."""
+        if self.prepared is not None:
+            for purpose in ("recw", "recb", "snodes"):
+                self.backend.drop_table(self.table(purpose))
+        self.prepared = None
+
+    def release(self) -> None:
+        """Drop every table this sampler keeps between draws."""
+        self.release_size()
 
     def _work(self, ell: int, count: int) -> SamplingWork | None:
         """The estimated work of drawing ``count`` ℓ-itemsets (this sampler hashes every item
@@ -189,7 +216,11 @@ class Sampler:
                target: exp.Table) -> int:
         b = self.backend
         self.rounds += 1
-        rate = self.acceptance.get(ell, 0.5)
+        # Before the first round of a size the acceptance is unknown: assume every proposal
+        # is accepted (at ℓ >= 4 on BMS2 0.99 are: itemsets of long records are unique), and
+        # let a second round make up for a lower rate. Assuming 0.5 drew 2.4x the samples
+        # asked for at ℓ = 5, all of which were then checked.
+        rate = self.acceptance.get(ell, 1.0)
         n = min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
                 math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
         props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
@@ -206,9 +237,10 @@ class Sampler:
         accepted = self._count(fresh, "sid")
         self.proposals += n
         self.acceptance[ell] = max(accepted / n, 0.001)
-        b.materialize(merged, "km_sample_union", None, {"samples": target, "fresh": fresh})
+        b.materialize(merged, "km_sample_union", {"limit": have + missing},
+                      {"samples": target, "fresh": fresh})
         for table in (props, subs, pkeys, itemsets, support, fresh, target):
             b.drop_table(table)
         b.materialize(target, exp.select("*").from_(merged.copy()))
         b.drop_table(merged)
-        return have + accepted
+        return have + min(accepted, missing)

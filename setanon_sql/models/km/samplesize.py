@@ -24,6 +24,12 @@ def hoeffding_samples(epsilon: float, delta: float) -> int:
 
 def gamma(sigma: float) -> int:
     """γ of Alg. 2 l.3: the fewest samples that certify σ (two-sided bound, see module doc)."""
+    return gamma_bound(sigma)[0]
+
+
+def gamma_bound(sigma: float) -> tuple[int, float, float]:
+    """(γ, ε, δ): γ with the ε and δ it certifies, (1 - ε)(1 - δ) = σ (Theorem 1's proof:
+    with γ clean samples, Pr[H_k < ε] >= 1 - δ)."""
     if not 0.5 <= sigma < 1:
         raise ValueError(f"sigma {sigma} must be in [0.5, 1) for a sampled guarantee")
 
@@ -38,4 +44,5 @@ def gamma(sigma: float) -> int:
             high = b
         else:
             low = a
-    return math.ceil(needed((low + high) / 2))
+    epsilon = (low + high) / 2
+    return math.ceil(needed(epsilon)), epsilon, 1 - sigma / (1 - epsilon)
