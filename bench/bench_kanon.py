@@ -51,11 +51,11 @@ PATTERNS = {
 
 
 @contextlib.contextmanager
-def database(backend: str, workdir: Path) -> Iterator[str]:
+def database(backend: str, workdir: Path, memory_limit: str | None) -> Iterator[str]:
     if backend == "duckdb":
         path = workdir / "kanon_bench.duckdb"
         path.unlink(missing_ok=True)
-        yield f"duckdb:///{path}"
+        yield f"duckdb:///{path}" + (f"?memory_limit={memory_limit}" if memory_limit else "")
         path.unlink(missing_ok=True)
         return
     from tests.support.pg_server import postgres_url
@@ -131,6 +131,8 @@ def main() -> None:
     parser.add_argument("--suppress-budget", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--memory-limit", default=None,
+                        help="DuckDB's memory_limit (e.g. 6GB; default: setanon's, half the RAM)")
     parser.add_argument("--no-verify", action="store_true",
                         help="skip `setanon verify` after each run")
     parser.add_argument("--profile", action="store_true",
@@ -142,7 +144,8 @@ def main() -> None:
           "disk peak GB (file + spill, DuckDB)")
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    with database(args.backend, args.workdir) as url, DiskWatch(args.workdir) as disk:
+    with (database(args.backend, args.workdir, args.memory_limit) as url,
+          DiskWatch(args.workdir) as disk):
         db = api.open_database(url, schema="kanon_bench")
         try:
             for n in args.sizes:

@@ -51,10 +51,12 @@ sys.path.insert(0, str(REPO_ROOT))
 DATASETS = {"bms1": "bms-webview-1/BMS1.dat", "bms2": "bms-webview-2/BMS2.dat"}
 
 
-def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack) -> dict[str, str]:
+def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack,
+          memory_limit: str | None = None) -> dict[str, str]:
     urls = {}
     if "duckdb" in backends:
-        urls["duckdb"] = f"duckdb:///{workdir / 'swap.duckdb'}"
+        urls["duckdb"] = f"duckdb:///{workdir / 'swap.duckdb'}" + (
+            f"?memory_limit={memory_limit}" if memory_limit else "")
     if "postgres" in backends:
         from tests.support.pg_server import postgres_url
 
@@ -234,6 +236,8 @@ def main() -> None:
                         help="--exactness: pair directions with Jaccard > 0 checked per stage")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT.parent / "shared" / "data")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--memory-limit", default=None,
+                        help="DuckDB's memory_limit (e.g. 6GB; default: setanon's, half the RAM)")
     args = parser.parse_args()
     labels = ([f"synth{n}" for n in args.generate] if args.generate
               else args.datasets.split(","))
@@ -249,7 +253,8 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
-        for backend_name, url in _urls(args.backends.split(","), workdir, stack).items():
+        for backend_name, url in _urls(args.backends.split(","), workdir, stack,
+                                              args.memory_limit).items():
             schema = f"swapbench_{int(time.time())}"
             db = api.open_database(url, schema)
             try:
