@@ -22,11 +22,12 @@ Departures from Quest. Fresh items are drawn skewed (``ITEM_SKEW``: item r with 
 r^-1/3; Quest draws them uniformly), so that item frequencies are as skewed as in real baskets
 (a few items in many transactions, a long tail). To stay a few set-based SQL statements at 100M
 records: the cut in 2; the share of a pattern taken from the previous one is Bernoulli per
-position (Quest: one exponential fraction per pattern, the same mean); picking by weight goes through a table of
-``buckets(params)`` equal slices of [0, 1), each the pattern whose cumulative-weight interval
-holds the slice's middle (so a pattern's probability is its weight rounded to 1/buckets, and
-a pattern lighter than half a slice is never picked). Everything is a pure function of
-(seed, key, column) through :mod:`setanon_sql.synth.mixing`, the same on every engine.
+position (Quest: one exponential fraction per pattern, the same mean); picking by weight goes
+through a table of ``buckets(params)`` equal slices of [0, 1), each the pattern whose
+cumulative-weight interval holds the slice's middle (so a pattern's probability is its weight
+rounded to 1/buckets, and a pattern lighter than half a slice is never picked). Everything is a
+pure function of (seed, key, column) through :mod:`setanon_sql.synth.mixing`, the same on every
+engine.
 """
 
 from __future__ import annotations
