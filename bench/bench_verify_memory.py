@@ -4,7 +4,9 @@ where the run fits).
 Generates N synthetic claims (:func:`setanon_sql.models.kanon.generate.generate_claims`) in the
 database, then runs two child processes one after the other, each the `setanon` command a user
 would type: ``anonymize --model kanon --no-verify`` and ``verify``. For each it prints the wall
-time and the peak resident set (ru_maxrss of the child, from wait4: exact, not polled). On
+time and the peak resident set: VmHWM of the child's /proc status, polled every 0.1 s (per
+address space, so it starts afresh at exec; the child's ru_maxrss would not: Linux carries the
+parent's peak at fork into it, and this parent has just generated the data). On
 DuckDB the engine runs inside the child, so the peak includes DuckDB's buffers (capped by its
 ``memory_limit``: give ``?memory_limit=...`` in the URL to pin it); on PostgreSQL it is the
 controller alone.
@@ -32,13 +34,27 @@ from setanon_sql.synth.shape import format_shape, shape
 CLI = [str(Path(sys.executable).parent / "setanon")]  # the virtualenv's console script
 
 
+def _hwm_mib(pid: int) -> float | None:
+    """VmHWM (peak resident set) of a running process, from /proc."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
 def child(command: list[str]) -> tuple[float, float, int]:
-    """Seconds, peak RSS (MiB) and exit code of one child process."""
+    """Seconds, peak RSS (MiB, polled VmHWM) and exit code of one child process."""
     started = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - started, usage.ru_maxrss / 1024, process.returncode
+    peak = 0.0
+    while process.poll() is None:
+        peak = max(peak, _hwm_mib(process.pid) or 0.0)
+        time.sleep(0.1)
+    return time.perf_counter() - started, peak, int(process.returncode)
 
 
 def main() -> None:
