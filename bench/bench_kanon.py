@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
 import re
 import resource
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -49,11 +51,11 @@ PATTERNS = {
 
 
 @contextlib.contextmanager
-def database(backend: str, workdir: Path) -> Iterator[str]:
+def database(backend: str, workdir: Path, memory_limit: str | None) -> Iterator[str]:
     if backend == "duckdb":
         path = workdir / "kanon_bench.duckdb"
         path.unlink(missing_ok=True)
-        yield f"duckdb:///{path}"
+        yield f"duckdb:///{path}" + (f"?memory_limit={memory_limit}" if memory_limit else "")
         path.unlink(missing_ok=True)
         return
     from tests.support.pg_server import postgres_url
@@ -62,6 +64,36 @@ def database(backend: str, workdir: Path) -> Iterator[str]:
         if url is None:
             raise SystemExit("no PostgreSQL server available")
         yield url
+
+
+class DiskWatch:
+    """Largest total size (bytes) of the files under ``root`` seen while running: the DuckDB
+    file and its spill directory (``<file>.tmp``). Sampled every ``every`` seconds in a thread."""
+
+    def __init__(self, root: Path, every: float = 2.0) -> None:
+        self.root, self.every, self.peak = root, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def used(self) -> int:
+        total = 0
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    total += os.stat(os.path.join(folder, name)).st_blocks * 512
+        return total
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every):
+            self.peak = max(self.peak, self.used())
+
+    def __enter__(self) -> DiskWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def profile(log: list[tuple[str, float]]) -> str:
@@ -99,19 +131,30 @@ def main() -> None:
     parser.add_argument("--suppress-budget", type=float, default=0.01)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--memory-limit", default=None,
+                        help="DuckDB's memory_limit (e.g. 6GB; default: setanon's, half the RAM)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="skip `setanon verify` after each run")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per statement kind and per iteration")
     args = parser.parse_args()
     timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    print("backend | records | QI | k | generate s | anonymize s | verify s | NCP | disclosed "
-          "share | deleted | classes | iterations | tracemalloc peak MB | maxrss MB")
-    with database(args.backend, args.workdir) as url:
+    print("backend | records | QI | k | generate s | anonymize s | NCP | disclosed "
+          "share | deleted | classes | iterations | tracemalloc peak MB | maxrss MB | "
+          "disk peak GB (file + spill, DuckDB)")
+    print(f"# load average at start: {os.getloadavg()}", flush=True)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    with (database(args.backend, args.workdir, args.memory_limit) as url,
+          DiskWatch(args.workdir) as disk):
         db = api.open_database(url, schema="kanon_bench")
         try:
             for n in args.sizes:
                 started = time.perf_counter()
                 dataset = generate_claims(db, f"claims{n}", n, args.seed, replace=True)
                 generated = time.perf_counter() - started
+                print(f"# generated in {generated:.1f} s; disk used now "
+                      f"{disk.used() / 2**30:.1f} GB, load average {os.getloadavg()}",
+                      flush=True)
                 print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
                       .replace("\n", "\n# "), flush=True)
                 for pattern in args.patterns:
@@ -127,26 +170,31 @@ def main() -> None:
                         seconds = time.perf_counter() - started
                         _, peak = tracemalloc.get_traced_memory()
                         tracemalloc.stop()
-                        started = time.perf_counter()
-                        api.verify(db, dataset, api.get_run(db, dataset, run_id), enforce=True)
-                        verified = time.perf_counter() - started
                         figures = api.get_run(db, dataset, run_id).figures
                         timings.setdefault((pattern, k), []).append((n, seconds))
                         shares = ", ".join(f"{name} {d['share']:.3f}"
                                            for name, d in figures["disclosed_items"].items())
                         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                        disk.peak = max(disk.peak, disk.used())
                         print(f"{args.backend} | {n:,} | {pattern} | {k} | {generated:.1f} | "
-                              f"{seconds:.1f} | {verified:.1f} | {figures['ncp_overall']:.3f} | "
+                              f"{seconds:.1f} | {figures['ncp_overall']:.3f} | "
                               f"{shares or '-'} | "
                               f"{figures['records_deleted']:,} | {figures['classes']['count']:,}"
-                              f" | {figures['iterations']} | {peak / 2**20:.1f} | {rss:.0f}",
-                              flush=True)
+                              f" | {figures['iterations']} | {peak / 2**20:.1f} | {rss:.0f} | "
+                              f"{disk.peak / 2**30:.1f}", flush=True)
+                        print(f"# load average after the run: {os.getloadavg()}", flush=True)
                         if args.profile:
                             print(profile(db.statement_log or []))
                             print("#   iterations: " + ", ".join(
                                 f"{h['attribute']}{'*' if h.get('frozen') else ''} "
                                 f"{h.get('seconds', 0):.1f}" for h in figures["history"]))
                             db.statement_log = None
+                        if not args.no_verify:
+                            started = time.perf_counter()
+                            api.verify(db, dataset, api.get_run(db, dataset, run_id),
+                                       enforce=True)
+                            print(f"# verify {time.perf_counter() - started:.1f} s (met)",
+                                  flush=True)
                         for table in db.table_names(f"r{run_id}_"):
                             db.drop_table(db.table(table))
         finally:

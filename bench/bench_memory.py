@@ -45,6 +45,7 @@ from sqlglot import exp
 from setanon_sql import api
 from setanon_sql.models import require_model
 from setanon_sql.sqlrender import qualified_table
+from setanon_sql.synth.mixing import mix
 
 ITEMS = 50
 USER_SCHEMA = "bench_mem_user"
@@ -55,9 +56,16 @@ MODEL_ARGS = {
     "prho": ["--rho", "0.5", "--setting", "fixed", "--sensitive-fraction", "0.1", "--m", "2"],
     "swap": ["--random-categories", "5", "--method", "random", "--no-metrics"],
 }
-# h(c, salt): an integer in [0, 2^31) from two multiply-mod rounds that stay inside BIGINT for
-# c < 2^32, so the same data comes out of DuckDB and PostgreSQL (no engine hash function).
-HASH = "mod(mod(c * 2654435761 + {salt}, 4294967296) * 1103515245 + 12345, 2147483648)"
+# h(c, salt): an integer in [0, 2^31) from the non-linear mixing hash of the generators
+# (setanon_sql/synth/mixing.py, issue 22), so columns are independent and the same data comes
+# out of DuckDB and PostgreSQL (no engine hash function).
+HASH = "mod({mixed}, 2147483648)"
+
+
+def _hash(salt: int) -> str:
+    return HASH.format(mixed=mix(exp.column("c", table="s"), 1, salt).sql("postgres"))
+
+
 CUSTOMERS = (
     "SELECT s.c AS customer, CAST(1940 + mod({h3}, 60) AS TEXT) AS birth, "
     "CASE WHEN mod({h4}, 2) = 0 THEN 'F' ELSE 'M' END AS sex, "
@@ -65,7 +73,7 @@ CUSTOMERS = (
     "CAST(floor(50 * power(CAST({h2} AS DOUBLE PRECISION) / 2147483648.0, 2)) AS BIGINT) AS base, "
     "CAST(1 + mod({h5}, 7) AS BIGINT) AS step "
     "FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS s(c)"
-).format(**{f"h{i}": HASH.format(salt=i) for i in range(1, 6)})
+).format(**{f"h{i}": _hash(i) for i in range(1, 6)})
 # 1-5 distinct products per customer (steps 1-7 never wrap past 50 in 5 steps), skewed to p0.
 PURCHASES = (
     "SELECT c.customer * 5 + j.j AS id, c.customer, "

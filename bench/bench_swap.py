@@ -21,8 +21,9 @@ Usage (from the repository root)::
         --no-metrics --profile
 
 Categories: ``--random-categories 50`` (the paper's artificial categorization), seeded.
-``--generate N`` creates N synthetic baskets in the DBMS (:mod:`setanon_sql.models.swap.
-generate`). PostgreSQL comes from ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``,
+``--generate N`` creates N Quest-style transactions in the DBMS (:mod:`setanon_sql.synth.quest`,
+T10I4 over 2,000 patterns and 1,000 items unless ``--quest T,I,L,N`` says otherwise) and prints
+their shape. PostgreSQL comes from ``tests/support/pg_server.py`` (``$SETANON_TEST_PG_URL``,
 Docker, or the local server binaries in a temporary directory).
 """
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
 import sys
 import tempfile
@@ -40,18 +42,21 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
 from setanon_sql.models.swap.compare import compare_run
-from setanon_sql.models.swap.generate import generate_baskets
 from setanon_sql.models.swap.params import PAPER_SUPPORTS
+from setanon_sql.synth.quest import QuestParams, generate_quest
+from setanon_sql.synth.shape import format_shape, shape
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 DATASETS = {"bms1": "bms-webview-1/BMS1.dat", "bms2": "bms-webview-2/BMS2.dat"}
 
 
-def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack) -> dict[str, str]:
+def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack,
+          memory_limit: str | None = None) -> dict[str, str]:
     urls = {}
     if "duckdb" in backends:
-        urls["duckdb"] = f"duckdb:///{workdir / 'swap.duckdb'}"
+        urls["duckdb"] = f"duckdb:///{workdir / 'swap.duckdb'}" + (
+            f"?memory_limit={memory_limit}" if memory_limit else "")
     if "postgres" in backends:
         from tests.support.pg_server import postgres_url
 
@@ -66,9 +71,13 @@ def _urls(backends: list[str], workdir: Path, stack: contextlib.ExitStack) -> di
 def _load(db: Backend, args: argparse.Namespace, label: str) -> api.Dataset:
     if label.startswith("synth"):
         started = time.perf_counter()
-        dataset = generate_baskets(db, label, int(label[5:]), seed=args.seed)
-        print(f"# generated {label} in the DBMS in {time.perf_counter() - started:.1f} s",
-              flush=True)
+        t, i, patterns, items = args.quest
+        params = QuestParams(int(label[5:]), t, i, int(patterns), int(items))
+        dataset = generate_quest(db, label, params, seed=args.seed)
+        print(f"# generated {label} ({params.name()}, L {int(patterns):,}, N {int(items):,}) in "
+              f"the DBMS in {time.perf_counter() - started:.1f} s; load average "
+              f"{os.getloadavg()}", flush=True)
+        print("# " + format_shape(shape(db, dataset)).replace("\n", "\n# "), flush=True)
         return dataset
     return api.load_transactions(db, args.data_dir / DATASETS[label], label)
 
@@ -209,7 +218,10 @@ def main() -> None:
     parser.add_argument("--categories", type=int, default=50)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--generate", type=lambda s: [int(x) for x in s.split(",")],
-                        default=None, help="N[,N...] synthetic records instead of --datasets")
+                        default=None, help="N[,N...] Quest transactions instead of --datasets")
+    parser.add_argument("--quest", type=lambda s: [float(x) for x in s.split(",")],
+                        default=[10.0, 4.0, 2000.0, 1000.0],
+                        help="T,I,L,N of the Quest transactions of --generate")
     parser.add_argument("--partsupp", type=_partsupp, default=_partsupp("0.7,0.4,mine,1"),
                         help="rho,sensitive fraction,heuristic,m of the PartSupp baseline")
     parser.add_argument("--no-metrics", action="store_true", help="skip FI similarity")
@@ -224,6 +236,8 @@ def main() -> None:
                         help="--exactness: pair directions with Jaccard > 0 checked per stage")
     parser.add_argument("--data-dir", type=Path, default=REPO_ROOT.parent / "shared" / "data")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--memory-limit", default=None,
+                        help="DuckDB's memory_limit (e.g. 6GB; default: setanon's, half the RAM)")
     args = parser.parse_args()
     labels = ([f"synth{n}" for n in args.generate] if args.generate
               else args.datasets.split(","))
@@ -239,7 +253,8 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         workdir = args.workdir or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         workdir.mkdir(parents=True, exist_ok=True)
-        for backend_name, url in _urls(args.backends.split(","), workdir, stack).items():
+        for backend_name, url in _urls(args.backends.split(","), workdir, stack,
+                                              args.memory_limit).items():
             schema = f"swapbench_{int(time.time())}"
             db = api.open_database(url, schema)
             try:
@@ -276,6 +291,7 @@ def main() -> None:
                                                        figures, workdir)
                         print(_row(label, backend_name, method, figures, seconds, verified,
                                    log, items_name), flush=True)
+                        print(f"# load average after the run: {os.getloadavg()}", flush=True)
                         if args.profile:
                             _profile(log)
                             rounds = {k: v for k, v in figures.items()

@@ -45,6 +45,13 @@ def _below(key: exp.Expr, seed: int, salt: int, n: int, skew: float = 1.0) -> ex
     return below(key, seed, salt, n, skew)
 
 
+def series_table(n: int, alias: str, column: str) -> exp.Table:
+    """generate_series(1, n) as table ``alias`` with one BIGINT column ``column``."""
+    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
+    return exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier(alias),
+                                                       columns=[exp.to_identifier(column)]))
+
+
 def _records_query(n: int, seed: int) -> exp.Select:
     i = exp.column("i", table="g")
     types = exp.Case(ifs=[exp.If(this=_below(i, seed, 6, 100) < _num(bound),
@@ -53,7 +60,6 @@ def _records_query(n: int, seed: int) -> exp.Select:
                      default=exp.Literal.string(CLAIM_TYPES[-1]))
     sex = exp.Case(ifs=[exp.If(this=_below(i, seed, 3, 100) < _num(51),
                                true=exp.Literal.string("F"))], default=exp.Literal.string("M"))
-    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
     # Ages skew young (u^1.4 of 96 years, counted back from 2015): a population pyramid.
     return exp.select(
         i.as_("record_id"), i.as_("position"), i.as_(qi_column(1)),
@@ -63,8 +69,7 @@ def _records_query(n: int, seed: int) -> exp.Select:
         _below(i, seed, 5, 1000, 3.0).as_(qi_column(5)),
         types.as_(qi_column(6)),
         (_num(1) + _below(i, seed, 7, 365)).as_(qi_column(7)),
-    ).from_(exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier("g"),
-                                                           columns=[exp.to_identifier("i")])))
+    ).from_(series_table(n, "g", "i"))
 
 
 # Co-occurrence: a record draws a condition profile (skewed over PROFILES), and its items come
@@ -88,12 +93,10 @@ def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
                          _num(universe))
     item = exp.cast(_num(1) + drawn, exp.DataType.build("INT"))
     per_record = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(length, BIGINT))
-    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
     lateral = exp.Lateral(this=per_record, view=False, alias=exp.TableAlias(
         this=exp.to_identifier("s"), columns=[exp.to_identifier("j")]))
     inner = (exp.select(i.as_("record_id"), item.as_("item_id"))
-             .from_(exp.Table(this=series, alias=exp.TableAlias(
-                 this=exp.to_identifier("g"), columns=[exp.to_identifier("i")])))
+             .from_(series_table(n, "g", "i"))
              .join(lateral, join_type="cross"))
     return (exp.select("record_id", "item_id").distinct().from_(inner.subquery("x"))
             .order_by("item_id", "record_id"))
@@ -128,9 +131,15 @@ def generate_items(backend: Backend, dataset_id: int, attr_no: int, records: int
                    universe: int, most: int, skew: float, profiles: int | None = None) -> int:
     """Items and dictionary of one set-valued attribute (labels are the item ids as text);
     returns the number of distinct items."""
+    return store_items(backend, dataset_id, attr_no, _items_query(
+        records, seed, 100 * attr_no, universe, most, skew, profiles))
+
+
+def store_items(backend: Backend, dataset_id: int, attr_no: int, query: exp.Select) -> int:
+    """Materialize ``query`` (record_id, item_id) as the items of one set-valued attribute, its
+    indexes and its dictionary (labels are the item ids as text); returns the distinct items."""
     items = backend.table(items_table(dataset_id, attr_no))
-    backend.materialize(items, _items_query(records, seed, 100 * attr_no, universe, most, skew,
-                                            profiles))
+    backend.materialize(items, query)
     backend.create_access_index(items, ["item_id", "record_id"])
     backend.create_access_index(items, ["record_id", "item_id"])
     dictionary = backend.table(dict_table(dataset_id, attr_no))
