@@ -805,6 +805,7 @@ def generate_quest(db: Backend, name: str, records: int, avg_length: float, avg_
     from setanon_sql.synth.quest import QuestParams
     from setanon_sql.synth.quest import generate_quest as generate_in_db
 
+    db.require_command("generate quest")
     params = QuestParams(records, avg_length, avg_pattern, patterns, items)
     with _status(f"generating {records:,} transactions ({params.name()})"):
         dataset = generate_in_db(db, name, params, seed, replace)

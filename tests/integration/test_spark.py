@@ -149,4 +149,7 @@ def test_commands_not_yet_on_spark_are_refused_up_front(db: Backend) -> None:
     with pytest.raises(UnsupportedOperationError,
                        match="'setanon generate claims' is not yet available on the spark"):
         db.require_command("generate claims")
+    with pytest.raises(UnsupportedOperationError,
+                       match="'setanon generate quest' is not yet available on the spark"):
+        db.require_command("generate quest")
     assert db.table_names("d1") == []
