@@ -68,6 +68,15 @@ def _histogram(backend: Backend, items: exp.Table,
                                                                      "sens": sens})}
 
 
+def _estimate(histogram: dict[tuple[int, int], int], width: int,
+              max_q: int) -> tuple[int, int, float]:
+    """(rows enumerated, longest record, estimated seconds) of counting up to ``width`` items
+    with levels above ``max_q`` pruned to itemsets holding a sensitive item."""
+    longest = max((length for length, _ in histogram), default=0)
+    rows = pruned_rows(histogram, width, max_q)
+    return rows, longest, estimated_seconds(rows, longest, width)
+
+
 def check_shape(backend: Backend, items: exp.Table, m: int | None,
                 sens: exp.Table | None = None, deferred_top: bool = False) -> CheckShape:
     """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m.
@@ -80,9 +89,7 @@ def check_shape(backend: Backend, items: exp.Table, m: int | None,
     longest = max((length for length, _ in histogram), default=0)
     width = longest if m is None else min(m + 1, longest)
     max_q = width - 1 if m is None else m
-    counted = min(width, max_q) if deferred_top else width
-    rows = pruned_rows(histogram, counted, max_q)
-    seconds = estimated_seconds(rows, longest, counted)
+    rows, _, seconds = _estimate(histogram, min(width, max_q) if deferred_top else width, max_q)
     if seconds > MAX_SECONDS:
         bound = "every subset of every record" if m is None else f"itemsets of up to {width}"
         raise UsageError(
@@ -98,10 +105,7 @@ def check_stage(backend: Backend, cur: exp.Table, sens: exp.Table, width: int, m
                 m: int | None) -> int:
     """Rows the stage of qids up to ``max_q`` items enumerates from ``cur`` (the data as the
     earlier stages left it); a UsageError if that is out of reach."""
-    histogram = _histogram(backend, cur, sens)
-    longest = max((length for length, _ in histogram), default=0)
-    rows = pruned_rows(histogram, width, max_q)
-    seconds = estimated_seconds(rows, longest, width)
+    rows, longest, seconds = _estimate(_histogram(backend, cur, sens), width, max_q)
     if seconds > MAX_SECONDS:
         raise UsageError(
             f"the stage for qids of {max_q} items would enumerate about {rows:,} (record, "
