@@ -70,6 +70,9 @@ def main() -> None:
                         help="comma-separated subset of generate,anonymize,verify: e.g. "
                              "'verify' re-checks the latest run of an earlier invocation "
                              "(same --db and --schema) with the code as it is now")
+    parser.add_argument("--no-shape", action="store_true",
+                        help="skip printing the data's shape (minutes at 10M; the invocation "
+                             "that generated the data printed it)")
     args = parser.parse_args()
     steps = set(args.steps.split(","))
     with api.open_database(args.db, args.schema) as db:
@@ -80,8 +83,9 @@ def main() -> None:
                   f"{time.perf_counter() - started:.1f} s")
         else:
             dataset = api.get_dataset(db, "claims")
-        print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
-              .replace("\n", "\n# "), flush=True)
+        if not args.no_shape:
+            print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
+                  .replace("\n", "\n# "), flush=True)
     common = ["--db", args.db, "--schema", args.schema, "--quiet"]
     print("| command | seconds | peak RSS MiB | exit code | load average before |")
     print("|---|---|---|---|---|")
