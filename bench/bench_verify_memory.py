@@ -66,13 +66,26 @@ def main() -> None:
     parser.add_argument("--k", default="5")
     parser.add_argument("--suppress-budget", default="0.01")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--steps", default="generate,anonymize,verify",
+                        help="comma-separated subset of generate,anonymize,verify: e.g. "
+                             "'verify' re-checks the latest run of an earlier invocation "
+                             "(same --db and --schema) with the code as it is now")
+    parser.add_argument("--no-shape", action="store_true",
+                        help="skip printing the data's shape (minutes at 10M; the invocation "
+                             "that generated the data printed it)")
     args = parser.parse_args()
+    steps = set(args.steps.split(","))
     with api.open_database(args.db, args.schema) as db:
-        started = time.perf_counter()
-        dataset = generate_claims(db, "claims", args.records, args.seed, replace=True)
-        print(f"# generated {args.records:,} claims in {time.perf_counter() - started:.1f} s")
-        print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
-              .replace("\n", "\n# "), flush=True)
+        if "generate" in steps:
+            started = time.perf_counter()
+            dataset = generate_claims(db, "claims", args.records, args.seed, replace=True)
+            print(f"# generated {args.records:,} claims in "
+                  f"{time.perf_counter() - started:.1f} s")
+        else:
+            dataset = api.get_dataset(db, "claims")
+        if not args.no_shape:
+            print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
+                  .replace("\n", "\n# "), flush=True)
     common = ["--db", args.db, "--schema", args.schema, "--quiet"]
     print("| command | seconds | peak RSS MiB | exit code | load average before |")
     print("|---|---|---|---|---|")
@@ -81,6 +94,8 @@ def main() -> None:
              ["anonymize", "claims", "--model", "kanon", "--k", args.k, "--suppress-budget",
               args.suppress_budget, "--qi", args.qi, "--seed", str(args.seed), "--no-verify"]),
             ("verify", ["verify", "claims", "--run", "latest"])):
+        if name.split()[0] not in steps:
+            continue
         load = os.getloadavg()
         seconds, peak, code = child([*CLI, *command, *common])
         print(f"| {name} | {seconds:.1f} | {peak:,.0f} | {code} | "

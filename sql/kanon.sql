@@ -355,3 +355,10 @@ SELECT count(*) FROM published AS p
 LEFT JOIN items AS i ON i.record_id = p.record_id AND i.item_id = p.item_id
 LEFT JOIN records AS r ON r.record_id = p.record_id
 WHERE i.record_id IS NULL OR r.record_id IS NULL
+
+-- name: kanon_verify_repeated_items
+-- Published (record, item) rows beyond the first of their kind: a set holds each item once, and
+-- the grouping's proof of exactness (models/kanon/verify_groups.py) relies on it.
+SELECT coalesce(sum(n - 1), 0) FROM (
+    SELECT count(*) AS n FROM published GROUP BY record_id, item_id HAVING count(*) > 1
+) AS repeated

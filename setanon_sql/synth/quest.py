@@ -40,14 +40,14 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Attribute, Dataset, register_dataset
 from setanon_sql.errors import UsageError
-from setanon_sql.models.kanon.generate import (
+from setanon_sql.names import staging_table
+from setanon_sql.synth.mixing import below, uniform
+from setanon_sql.synth.store import (
     check_generator_args,
     series_table,
     start_generated_dataset,
     store_items,
 )
-from setanon_sql.names import staging_table
-from setanon_sql.synth.mixing import below, uniform
 
 BIGINT = exp.DataType.build("BIGINT")
 DOUBLE = exp.DataType.build("DOUBLE")

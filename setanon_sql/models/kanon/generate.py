@@ -14,17 +14,16 @@ from __future__ import annotations
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import (
-    Attribute,
-    Dataset,
-    check_dataset_name,
-    next_dataset_id,
-    register_dataset,
-)
-from setanon_sql.errors import UsageError
-from setanon_sql.io.replace import drop_existing
-from setanon_sql.names import dict_table, items_table, qi_column, records_table
+from setanon_sql.catalog import Attribute, Dataset, register_dataset
+from setanon_sql.names import qi_column
 from setanon_sql.synth.mixing import below
+from setanon_sql.synth.store import (
+    check_generator_args,
+    distinct_count,
+    series_table,
+    start_generated_dataset,
+    store_items,
+)
 
 BIGINT = exp.DataType.build("BIGINT")
 # (attr_no, name, universe, most items per record, skew exponent)
@@ -43,13 +42,6 @@ def _below(key: exp.Expr, seed: int, salt: int, n: int, skew: float = 1.0) -> ex
     """An integer in [0, n) from the non-linear hash of (seed, key, salt), skewed to 0 for
     skew > 1 (see :mod:`setanon_sql.synth.mixing`: each salt an independent column)."""
     return below(key, seed, salt, n, skew)
-
-
-def series_table(n: int, alias: str, column: str) -> exp.Table:
-    """generate_series(1, n) as table ``alias`` with one BIGINT column ``column``."""
-    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
-    return exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier(alias),
-                                                       columns=[exp.to_identifier(column)]))
 
 
 def _records_query(n: int, seed: int) -> exp.Select:
@@ -102,52 +94,12 @@ def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
             .order_by("item_id", "record_id"))
 
 
-def _distinct(backend: Backend, table: exp.Table, column: str) -> int:
-    return int(backend.scalar(exp.select(exp.Count(this=exp.Distinct(
-        expressions=[exp.column(column)]))).from_(table.copy())))
-
-
-def check_generator_args(name: str, records: int, seed: int) -> None:
-    """The bounds every in-DBMS generator shares (item keys 64 i + j stay below 2^36)."""
-    check_dataset_name(name)
-    if not 1 <= records <= 100_000_000:
-        raise UsageError(f"--records must be between 1 and 100,000,000, got {records}")
-    if not 0 <= seed < 2**20:
-        raise UsageError(f"--seed must be between 0 and {2**20 - 1}, got {seed}")
-
-
-def start_generated_dataset(backend: Backend, name: str, replace: bool,
-                            records_query: exp.Select) -> tuple[int, exp.Table]:
-    """Inside the caller's transaction: a new dataset id and its records table, indexed."""
-    drop_existing(backend, name, replace)
-    dataset_id = next_dataset_id(backend)
-    table = backend.table(records_table(dataset_id))
-    backend.materialize(table, records_query)
-    backend.create_access_index(table, ["record_id"])
-    return dataset_id, table
-
-
 def generate_items(backend: Backend, dataset_id: int, attr_no: int, records: int, seed: int,
                    universe: int, most: int, skew: float, profiles: int | None = None) -> int:
     """Items and dictionary of one set-valued attribute (labels are the item ids as text);
     returns the number of distinct items."""
     return store_items(backend, dataset_id, attr_no, _items_query(
         records, seed, 100 * attr_no, universe, most, skew, profiles))
-
-
-def store_items(backend: Backend, dataset_id: int, attr_no: int, query: exp.Select) -> int:
-    """Materialize ``query`` (record_id, item_id) as the items of one set-valued attribute, its
-    indexes and its dictionary (labels are the item ids as text); returns the distinct items."""
-    items = backend.table(items_table(dataset_id, attr_no))
-    backend.materialize(items, query)
-    backend.create_access_index(items, ["item_id", "record_id"])
-    backend.create_access_index(items, ["record_id", "item_id"])
-    dictionary = backend.table(dict_table(dataset_id, attr_no))
-    backend.materialize(dictionary, exp.select(
-        "item_id", exp.cast(exp.column("item_id"), exp.DataType.build("TEXT")).as_("label"))
-        .distinct().from_(items.copy()).order_by("item_id"))
-    backend.create_access_index(dictionary, ["label"])
-    return _distinct(backend, items, "item_id")
 
 
 def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
@@ -161,7 +113,7 @@ def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
         attributes = [
             Attribute(no, column, "id" if no == 1 else "qi",
                       "text" if column in ("sex", "claim_type") else "integer",
-                      _distinct(backend, table, qi_column(no)))
+                      distinct_count(backend, table, qi_column(no)))
             for no, column in enumerate(names, start=1)]
         for attr_no, column, universe, most, skew in SETS:
             n_items = generate_items(backend, dataset_id, attr_no, records, seed, universe,

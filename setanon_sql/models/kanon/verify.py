@@ -14,36 +14,13 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
-from setanon_sql.io.keys import item_set_key
 from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.kanon.plan import QI, make_plan
+from setanon_sql.models.kanon.verify_groups import group_sizes
 from setanon_sql.names import qi_column, staging_table
 
 TEXT = exp.DataType.build("TEXT")
-
-
-def group_sizes(backend: Backend, view: Any, qis: tuple[QI, ...], k: int) -> tuple[int, int, int]:
-    """(number of QI combinations, smallest group, records in groups smaller than k)."""
-    query = exp.select(exp.func("count", exp.Star()).as_("cnt")).from_(
-        view.records.copy().as_("r"))
-    keys: list[exp.Expr] = []
-    for qi in qis:
-        if qi.kind == "set":
-            alias = f"s{qi.no}"
-            query = query.join(item_set_key(view.items[qi.no], alias), join_type="left",
-                               on=f"{alias}.record_id = r.record_id")
-            keys.append(exp.column("v", table=alias))
-        else:
-            keys.append(exp.column(qi_column(qi.no), table="r"))
-    groups = query.group_by(*keys).subquery("g")
-    small = exp.Case(ifs=[exp.If(this=exp.column("cnt") < exp.convert(k),
-                                 true=exp.column("cnt"))], default=exp.convert(0))
-    row = backend.query(exp.select(exp.func("count", exp.Star()),
-                                   exp.func("min", exp.column("cnt")),
-                                   exp.func("coalesce", exp.func("sum", small), exp.convert(0)))
-                        .from_(groups))[0]
-    return int(row[0]), int(row[1] or 0), int(row[2])
 
 
 def _uncovered(backend: Backend, dataset: Dataset, view: Any, qi: QI) -> int:
@@ -75,23 +52,30 @@ def verify(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     n_published, n_distinct, n_known = backend.query(
         "kanon_verify_records", tables={"published": view.records, "records": original})[0]
     deleted = dataset.n_records - int(n_published)
-    n_groups, smallest, in_small = group_sizes(backend, view, plan.qis, plan.k)
     uncovered: dict[str, int] = {}
+    repeated: dict[str, int] = {}
     for qi in plan.qis:
         if qi.kind == "set":
             uncovered[qi.name] = int(backend.scalar("kanon_verify_items", tables={
                 "published": view.items[qi.no], "records": view.records,
                 "items": backend.table(dataset.items_table(qi.attribute))}))
+            repeated[qi.name] = int(backend.scalar("kanon_verify_repeated_items",
+                                                   tables={"published": view.items[qi.no]}))
         else:
             uncovered[qi.name] = _uncovered(backend, dataset, view, qi)
+    items_are_sets = not any(repeated.values())
+    sizes = group_sizes(backend, view, plan.qis, plan.k, items_are_sets)
+    n_groups, smallest, in_small = sizes.groups, sizes.smallest, sizes.below_k
     details = {
         "k": plan.k, "records_published": int(n_published), "records_deleted": deleted,
         "deletion_budget": plan.budget, "qi_combinations": n_groups,
         "smallest_group": smallest, "records_in_groups_below_k": in_small,
-        "values_not_covering_original": uncovered,
+        "values_not_covering_original": uncovered, "repeated_item_rows": repeated,
         "unknown_or_repeated_records": int(n_published) - min(int(n_distinct), int(n_known)),
+        "grouping": sizes.method,
     }
     ok = (in_small == 0 and deleted <= plan.budget and not any(uncovered.values())
+          and not any(repeated.values())
           and details["unknown_or_repeated_records"] == 0)
     covered = (f"k-anonymity (k={plan.k}) of every published record over the QIs "
                f"{', '.join(qi.name for qi in plan.qis)} (sets compared whole), coverage of "

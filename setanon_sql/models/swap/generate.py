@@ -15,11 +15,8 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Attribute, Dataset, register_dataset
-from setanon_sql.models.kanon.generate import (
-    check_generator_args,
-    generate_items,
-    start_generated_dataset,
-)
+from setanon_sql.models.kanon.generate import generate_items
+from setanon_sql.synth.store import check_generator_args, start_generated_dataset
 
 BIGINT = exp.DataType.build("BIGINT")
 # The item universe, most draws per record (the claims key allows at most 16) and skew.
