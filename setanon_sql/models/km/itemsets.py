@@ -156,3 +156,22 @@ def chain_counts(held: exp.Table) -> exp.Select:
     return (exp.select(exp.column("vid", quoted=True),
                        exp.func("count", exp.Star()).as_("supp", quoted=True))
             .from_(held.copy()).group_by(exp.column("vid", quoted=True)))
+
+
+def image_violation_count(table: exp.Table, size: int) -> exp.Select:
+    """How many ``size``-itemsets G of ``table(record_id, node_id, c)`` have support in
+    [1, :k) and a holder with at least :ell original items under G's nodes (``c`` counts the
+    items of the record under the node): the violating images of ℓ-itemsets of D
+    (:mod:`.exactcheck`)."""
+    occurrences = itemset_occurrences(table, size)
+    cover: exp.Expr = _col("g1", "c")
+    for j in range(2, size + 1):
+        cover = exp.Add(this=cover, expression=_col(f"g{j}", "c"))
+    occurrences = occurrences.select(cover.as_("cover", quoted=True))
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
+    violating = (exp.select(*nodes).from_(occurrences.subquery("o")).group_by(*nodes)
+                 .having(exp.and_(
+                     exp.func("count", exp.Star()) < exp.Placeholder(this="k"),
+                     exp.func("max", exp.column("cover", quoted=True))
+                     >= exp.Placeholder(this="ell"))))
+    return exp.select(exp.func("count", exp.Star())).from_(violating.subquery("v"))

@@ -31,6 +31,13 @@ What is reused, and why that is allowed:
 - **tables that depend on D only**: the sampler keeps its per-size tables across parts (the
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
+
+A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
+part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
+samples still to draw, and no image violates k, the size is certified with certainty (exact
+k^ℓ of the images implies σ-k^ℓ for every σ). If some image violates k, nothing is decided
+and the pool is drawn as before. The history's certifying entry says which way it went
+(``certified_by``: "exact" or "samples").
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
+from setanon_sql.models.km.exactcheck import ExactCheck
 from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
@@ -113,16 +121,30 @@ class _Checker:
     k: int
     version: int = -1
     generalized: exp.Table | None = None
+    lengths_of: tuple[int, list[tuple[int, int]]] | None = None
+
+    def _refresh(self) -> exp.Table:
+        """<R, D> of the current cut version (made once per version)."""
+        if self.version != self.gen.version or self.generalized is None:
+            self.drop()
+            self.generalized, self.version = self.gen.generalized(), self.gen.version
+        return self.generalized
+
+    def lengths(self) -> list[tuple[int, int]]:
+        """(nodes per record, records) of <R, D>: what enumerating it costs."""
+        generalized = self._refresh()
+        if self.lengths_of is None or self.lengths_of[0] != self.version:
+            rows = self.gen.backend.query("km_group_record_lengths", None, {"gr": generalized})
+            self.lengths_of = (self.version, [(int(a), int(b)) for a, b in rows])
+        return self.lengths_of[1]
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
         """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
         gen, b = self.gen, self.gen.backend
-        if self.version != gen.version or self.generalized is None:
-            self.drop()
-            self.generalized, self.version = gen.generalized(), gen.version
+        generalized = self._refresh()
         groups = gen.table("groups")
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups)
-        plan = group_violations(b, groups, self.generalized, self.k, gen.table("sviol"),
+        plan = group_violations(b, groups, generalized, self.k, gen.table("sviol"),
                                 gen.table)
         b.drop_table(groups)
         return violating_count(b, gen.table("sviol")), plan
@@ -134,24 +156,38 @@ class _Checker:
 
 
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
-                    sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
-    """Generalize until γ(σ) samples of size ℓ drawn after the last merge are all k-anonymous;
-    one history entry per merge round, and one for the certifying pool."""
+                    sigma: float, error: str, batch: float,
+                    certify: str = "auto") -> list[dict[str, Any]]:
+    """Generalize until γ(σ) samples of size ℓ drawn after the last merge are all k-anonymous
+    (or, with ``certify="auto"``, no image of an ℓ-itemset violates k where enumerating them
+    is the cheaper check); one history entry per merge round, and one for the certifying pool.
+    """
     b = gen.backend
     rule = PoolRule(gamma(sigma))
     checker = _Checker(gen, k)
+    exact = ExactCheck(gen, ell, k) if certify == "auto" else None
     pool, keys, violations = gen.table("samples"), gen.table("skeys"), gen.table("sviol")
     narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
     clean, part, parts, failed_pools = 0, None, 0, 0
     try:
         while True:
-            part = rule.next_part(clean, part, whole=not failed_pools)
+            whole = not failed_pools
+            part = rule.next_part(clean, part, whole=whole)
+            # Samples this pool will surely draw next: all still missing once a part came out
+            # clean (or the pool is drawn whole), else the part (a failing pool stops there).
+            ahead = rule.gamma - clean if clean or whole else part
+            if exact is not None and exact.worth(checker.lengths(), ahead) \
+                    and exact.certifies():
+                history.append({"size": ell, "certified_by": "exact", "clean_samples": clean,
+                                "gamma": rule.gamma, "parts": parts,
+                                "failed_pools": failed_pools, **exact.figures()})
+                return history
             drawn = sampler.draw(ell, part, pool)
             parts += 1
             if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
                 b.drop_table(pool)
-                history.append({"size": ell, "certified_by": 0, "gamma": rule.gamma})
+                history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
@@ -163,9 +199,11 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 for table in (pool, keys, violations):
                     b.drop_table(table)
                 if outcome == "passed":
-                    history.append({"size": ell, "certified_by": clean, "gamma": rule.gamma,
+                    history.append({"size": ell, "certified_by": "samples",
+                                    "clean_samples": clean, "gamma": rule.gamma,
                                     "parts": parts, "failed_pools": failed_pools,
-                                    "plan": plan})
+                                    "plan": plan,
+                                    **(exact.figures() if exact is not None else {})})
                     return history
                 continue
             failed_pools += 1
