@@ -160,6 +160,8 @@ def _certificates(history: list[dict[str, Any]]) -> dict[str, int]:
         "exact_checks": sum(int(e.get("exact_checks", 0)) for e in done),
         "exact_checks_with_violations": sum(int(e.get("exact_checks_with_violations", 0))
                                             for e in done),
+        "exact_certificates_by_bound": sum(int(e.get("exact_certificates_by_bound", 0))
+                                           for e in done),
     }
 
 

@@ -16,13 +16,24 @@ search, :mod:`.exact`, counts ℓ-itemsets only, enough there because the smalle
 made exact first; here they may have been sampled and still hold a few itemsets below k,
 which matter at size ℓ only if they are images of ℓ-itemsets.)
 
-Violating images found decide nothing: a few of them may be a share of Ω^ℓ below 1 - σ, which
-σ allows. The pool then goes on being drawn exactly as it would have been, and the check is
-not repeated until the cut changes. The guarantee is never weaker than the pool's: a cut is
-passed either with no violating image at all (Definition 1 holds with probability 1) or by γ
-clean samples drawn uniformly after the last merge (Theorem 1); the check uses no randomness,
-so it selects nothing among the samples, and a cut whose violating share is >= ε still passes
-with probability at most δ (it can only pass by its samples).
+A few violating images may still be a share of Ω^ℓ that σ allows. The check bounds that share
+without sampling: the ℓ-itemsets of D whose image is a violating G lie in G's holders (fewer
+than k records), and a holder r with c_i items under G's i-th node holds
+Σ_{S ⊆ G} (-1)^{|G| - |S|} C(Σ_{i ∈ S} c_i, ℓ) ℓ-subsets whose image is exactly G
+(inclusion-exclusion; :func:`.itemsets.exact_cover_count`). Summed over violating images and
+holders this is an upper bound B on the violating itemsets of Ω^ℓ, and any record r of D gives
+|Ω^ℓ| >= C(|r|, ℓ) (its ℓ-subsets are distinct itemsets that occur). So the violating share
+h = (violating itemsets) / |Ω^ℓ| <= B / max_r C(|r|, ℓ), exactly, and the size is certified
+when that bound is <= ε, the ε of Theorem 1 for this σ ((1 - ε)(1 - δ) = σ, so ε < 1 - σ and
+Definition 1 holds with certainty). ε rather than 1 - σ: the sampled pool passes cuts whose
+share is below ε (it fails those above with probability >= 1 - δ), and the verifier's fresh
+γ samples then pass the one-sided bound at 1 - σ; a cut at 0.9 (1 - σ) would leave verify
+inconclusive. Where the bound is above ε (no long record, or many violating images) nothing
+is decided: the pool goes on being drawn exactly as it would have been, and the check is not
+repeated until the cut changes. The guarantee is never weaker than the pool's: a cut is passed
+either with its violating share <= ε < 1 - σ computed (Definition 1 holds with probability 1)
+or by γ clean samples drawn uniformly after the last merge (Theorem 1); the check uses no
+randomness, so it selects nothing among the samples.
 
 When: the check enumerates Σ_r Σ_{j <= ℓ} C(|g_r|, j) rows (|g_r| = nodes of record r under the
 cut), known before it runs from one aggregate of <R, D>. It runs when that is below
@@ -36,8 +47,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import comb
 
+from sqlglot import exp
+
 from setanon_sql.models.km.cutsearch import CutSearch
-from setanon_sql.models.km.itemsets import image_violation_count
+from setanon_sql.models.km.itemsets import image_violations
+from setanon_sql.models.km.samplesize import gamma_bound
 
 # Enumerated itemset rows that cost about as much as drawing and checking one sample (rejection
 # step, ℓ positions, supports of the proposals, generalization, supports of the pool). Measured
@@ -59,11 +73,13 @@ class ExactCheck:
     gen: CutSearch
     ell: int
     k: int
+    sigma: float
     tried_version: int = -1
     tries: int = 0
-    found_violations: int = 0  # tries that found a violating image (then sampling went on)
+    found_violations: int = 0  # tries that decided nothing (then sampling went on)
+    bounded: int = 0  # certificates with violating images whose share is provably <= ε
     rows: int = 0  # rows enumerated by all tries
-    last: dict[str, int] = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)
 
     def worth(self, generalized_lengths: list[tuple[int, int]], samples: int) -> bool:
         """Whether to try the check on the current cut before drawing ``samples`` samples."""
@@ -72,8 +88,18 @@ class ExactCheck:
         rows = enumeration_rows(generalized_lengths, self.ell)
         return rows <= min(MAX_EXACT_ROWS, ROW_COST * samples)
 
+    def _omega_floor(self) -> int:
+        """A lower bound on |Ω^ℓ|: C(|r|, ℓ) of the longest record of D."""
+        longest = self.gen.backend.scalar(
+            exp.select(exp.func("max", exp.column("len"))).from_(
+                exp.select(exp.func("count", exp.Star()).as_("len"))
+                .from_(self.gen.items.copy()).group_by(exp.column("record_id"))
+                .subquery("r")))
+        return comb(int(longest or 0), self.ell)
+
     def certifies(self) -> bool:
-        """True when no ℓ-itemset of D has a generalization with support in [1, k)."""
+        """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
+        is provably <= ε (zero violating images, or the bound of the module docstring)."""
         gen, b = self.gen, self.gen.backend
         self.tried_version = gen.version
         self.tries += 1
@@ -83,18 +109,26 @@ class ExactCheck:
         try:
             lengths = b.query("km_group_record_lengths", None, {"gr": counts})
             self.rows += enumeration_rows(lengths, self.ell)
-            for size in range(self.ell, 0, -1):  # size ℓ holds most violations: stop early
-                found = int(b.scalar(image_violation_count(counts, size),
-                                     {"k": self.k, "ell": self.ell}))
-                if found:
-                    self.found_violations += 1
-                    self.last = {"size": size, "violating_images": found}
-                    return False
-            self.last = {}
-            return True
+            images, bound = 0, 0.0
+            for size in range(self.ell, 0, -1):
+                found, itemsets = b.query(image_violations(counts, size, self.ell),
+                                          {"k": self.k})[0]
+                images, bound = images + int(found), bound + float(itemsets or 0.0)
+            if not images:
+                self.last = {"violating_images": 0}
+                return True
+            floor = self._omega_floor()
+            share = bound / floor if floor else 1.0
+            self.last = {"violating_images": images, "share_bound": share}
+            if share <= gamma_bound(self.sigma)[1]:
+                self.bounded += 1
+                return True
+            self.found_violations += 1
+            return False
         finally:
             b.drop_table(counts)
 
-    def figures(self) -> dict[str, int]:
+    def figures(self) -> dict[str, float]:
         return {"exact_checks": self.tries, "exact_checks_with_violations": self.found_violations,
-                "exact_check_rows": self.rows}
+                "exact_certificates_by_bound": self.bounded, "exact_check_rows": self.rows,
+                **{f"exact_last_{key}": value for key, value in self.last.items()}}

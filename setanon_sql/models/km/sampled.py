@@ -35,8 +35,9 @@ What is reused, and why that is allowed:
 A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
 part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
 samples still to draw, and no image violates k, the size is certified with certainty (exact
-k^ℓ of the images implies σ-k^ℓ for every σ). If some image violates k, nothing is decided
-and the pool is drawn as before. The history's certifying entry says which way it went
+k^ℓ of the images implies σ-k^ℓ for every σ); with a few violating images, it is certified
+when their share of Ω^ℓ is provably at most Theorem 1's ε. Otherwise nothing is decided and
+the pool is drawn as before. The history's certifying entry says which way it went
 (``certified_by``: "exact" or "samples").
 """
 
@@ -169,7 +170,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     b = gen.backend
     rule = PoolRule(gamma(sigma))
     checker = _Checker(gen, k)
-    exact = ExactCheck(gen, ell, k) if certify == "auto" else None
+    exact = ExactCheck(gen, ell, k, sigma) if certify == "auto" else None
     pool, keys, violations = gen.table("samples"), gen.table("skeys"), gen.table("sviol")
     narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
