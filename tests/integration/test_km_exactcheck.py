@@ -103,3 +103,36 @@ def test_certify_samples_never_enumerates(db: Backend, tmp_path: Path) -> None:
     for ell in (1, 2):
         assert km_oracle.violating_share(original, published, mapping, k, ell) <= 1 - sigma
     assert api.verify(db, dataset, run).ok
+
+
+def test_verify_bounds_the_share_from_above_by_enumeration(db: Backend, tmp_path: Path) -> None:
+    # A run exact for k = 2, m = 1, checked for pairs at k = 3 (violations to find): verify's
+    # enumeration bound must lie at or above the oracle's exact violating share.
+    from setanon_sql.io.published import published
+    from setanon_sql.models.km.verify import enumerated_share
+
+    data, hierarchy = random_case(tmp_path, 6)
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
+    share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
+                                      km_oracle.read_mapping(mapping_file), 3, 2)
+    attribute = dataset.set_attributes[0]
+    view = published(db, dataset, run)
+    tables = {"items": db.table(dataset.items_table(attribute)),
+              "map": view.maps[attribute.attr_no], "pdict": view.dicts[attribute.attr_no],
+              "published": view.items[attribute.attr_no],
+              "dict": db.table(dataset.dict_table(attribute))}
+    bound = enumerated_share(db, tables, 2, 3, 10**6)
+    assert bound is not None and bound.images > 0
+    assert share > 0.05
+    assert share <= bound.share <= 1.0
+    assert enumerated_share(db, tables, 2, 3, 0) is None  # dearer than 0 samples: not run
+    assert [t for t in db.table_names("tmp_")] == []
+
+
+def test_verify_of_a_sampled_run_enumerates_where_cheaper(db: Backend, tmp_path: Path) -> None:
+    data, hierarchy = random_case(tmp_path, 9)
+    dataset, run, _, _ = run_km(db, data, hierarchy, tmp_path, k="3", m=2, sigma="0.85",
+                                certify="samples")
+    verdict = api.verify(db, dataset, run)
+    assert verdict.ok
+    assert all(str(verdict.details[f"size {ell}"]).startswith("enumerated") for ell in (1, 2))

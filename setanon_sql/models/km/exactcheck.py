@@ -49,6 +49,7 @@ from math import comb
 
 from sqlglot import exp
 
+from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import image_violations
 from setanon_sql.models.km.samplesize import gamma_bound
@@ -64,6 +65,42 @@ def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
     """Σ over records of Σ_{j <= ℓ} C(|g_r|, j), from (length, records) pairs."""
     return sum(int(n) * comb(int(length), j)
                for length, n in lengths for j in range(1, ell + 1))
+
+
+def omega_floor(backend: Backend, items: exp.Table, ell: int) -> int:
+    """A lower bound on |Ω^ℓ|: C(|r|, ℓ) of the longest record of ``items``."""
+    longest = backend.scalar(
+        exp.select(exp.func("max", exp.column("len"))).from_(
+            exp.select(exp.func("count", exp.Star()).as_("len"))
+            .from_(items.copy()).group_by(exp.column("record_id")).subquery("r")))
+    return comb(int(longest or 0), ell)
+
+
+@dataclass(frozen=True)
+class ShareBound:
+    """What enumerating the images of Ω^ℓ found: violating images, and an upper bound on the
+    share of Ω^ℓ whose generalization is below k (0 when there is no violating image)."""
+
+    rows: int  # itemset rows enumerated
+    images: int
+    share: float
+
+
+def share_bound(backend: Backend, counts: exp.Table, items: exp.Table, ell: int,
+                k: int) -> ShareBound:
+    """Enumerate the violating images of ℓ-itemsets in ``counts(record_id, node_id, c)`` (the
+    generalized records with items per node, ``km_generalized_counts``) and bound their share
+    of Ω^ℓ of ``items`` (module docstring)."""
+    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+    images, bound = 0, 0.0
+    for size in range(ell, 0, -1):
+        found, itemsets = backend.query(image_violations(counts, size, ell), {"k": k})[0]
+        images, bound = images + int(found), bound + float(itemsets or 0.0)
+    share = 0.0
+    if images:
+        floor = omega_floor(backend, items, ell)
+        share = min(1.0, bound / floor) if floor else 1.0
+    return ShareBound(enumeration_rows(lengths, ell), images, share)
 
 
 @dataclass
@@ -88,15 +125,6 @@ class ExactCheck:
         rows = enumeration_rows(generalized_lengths, self.ell)
         return rows <= min(MAX_EXACT_ROWS, ROW_COST * samples)
 
-    def _omega_floor(self) -> int:
-        """A lower bound on |Ω^ℓ|: C(|r|, ℓ) of the longest record of D."""
-        longest = self.gen.backend.scalar(
-            exp.select(exp.func("max", exp.column("len"))).from_(
-                exp.select(exp.func("count", exp.Star()).as_("len"))
-                .from_(self.gen.items.copy()).group_by(exp.column("record_id"))
-                .subquery("r")))
-        return comb(int(longest or 0), self.ell)
-
     def certifies(self) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
         is provably <= ε (zero violating images, or the bound of the module docstring)."""
@@ -107,26 +135,18 @@ class ExactCheck:
         b.materialize(counts, "km_generalized_counts", None,
                       {"items": gen.items, "cut": gen.cut})
         try:
-            lengths = b.query("km_group_record_lengths", None, {"gr": counts})
-            self.rows += enumeration_rows(lengths, self.ell)
-            images, bound = 0, 0.0
-            for size in range(self.ell, 0, -1):
-                found, itemsets = b.query(image_violations(counts, size, self.ell),
-                                          {"k": self.k})[0]
-                images, bound = images + int(found), bound + float(itemsets or 0.0)
-            if not images:
-                self.last = {"violating_images": 0}
-                return True
-            floor = self._omega_floor()
-            share = bound / floor if floor else 1.0
-            self.last = {"violating_images": images, "share_bound": share}
-            if share <= gamma_bound(self.sigma)[1]:
-                self.bounded += 1
-                return True
-            self.found_violations += 1
-            return False
+            found = share_bound(b, counts, gen.items, self.ell, self.k)
         finally:
             b.drop_table(counts)
+        self.rows += found.rows
+        self.last = {"violating_images": found.images, "share_bound": found.share}
+        if not found.images:
+            return True
+        if found.share <= gamma_bound(self.sigma)[1]:
+            self.bounded += 1
+            return True
+        self.found_violations += 1
+        return False
 
     def figures(self) -> dict[str, float]:
         return {"exact_checks": self.tries, "exact_checks_with_violations": self.found_violations,
