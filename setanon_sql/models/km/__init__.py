@@ -3,8 +3,10 @@
 Global recoding along a cut of an item hierarchy, or by connected regions of an adjacency graph
 (``--graph``, :mod:`.graph`). Sizes with σ_ℓ = 1 (or ℓ <= --exact-upto)
 are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the others by uniform
-samples (:mod:`.sampled`). The controller keeps only the cut's version and small counts; every
-pass over the data is SQL.
+samples (:mod:`.sampled`); a sampled size is certified by enumerating the generalizations of its
+itemsets instead of γ samples where that is cheaper (``--certify auto``, :mod:`.exactcheck`:
+no weaker, the violating share is then computed, not estimated). The controller keeps only
+the cut's version and small counts; every pass over the data is SQL.
 
 Samples come from the exact rejection sampler (:mod:`.sampler`, the default; its ℓ-subset of a
 proposed record is drawn as ℓ positions, :mod:`.positions`, so a proposal reads ℓ rows
