@@ -6,14 +6,21 @@ size certified this way meets σ by the oracle's exact share."""
 from __future__ import annotations
 
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.itemsets import image_violations
+from setanon_sql.models.km.itemsets import (
+    MAX_EXACT_TERMS_SIZE,
+    exact_cover_count,
+    image_violations,
+)
 from setanon_sql.models.km.samplesize import gamma_bound
 from tests.integration.test_km import random_case, run_km
 from tests.oracle import km_oracle
@@ -136,3 +143,23 @@ def test_verify_of_a_sampled_run_enumerates_where_cheaper(db: Backend, tmp_path:
     verdict = api.verify(db, dataset, run)
     assert verdict.ok
     assert all(str(verdict.details[f"size {ell}"]).startswith("enumerated") for ell in (1, 2))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(counts=st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=7),
+       ell=st.integers(min_value=1, max_value=8))
+def test_cover_count_is_the_number_of_subsets_touching_every_node(db: Backend,
+                                                                   counts: list[int],
+                                                                   ell: int) -> None:
+    # The per-holder term of the bound: ℓ-subsets of the items (c_i under node i) that hold
+    # an item under every node; exact up to MAX_EXACT_TERMS_SIZE nodes, an upper bound above.
+    items = [node for node, c in enumerate(counts) for _ in range(c)]
+    brute = sum(1 for chosen in combinations(range(len(items)), ell)
+                if {items[i] for i in chosen} == set(range(len(counts))))
+    value = float(db.scalar(exp.select(exact_cover_count(
+        [exp.Literal.number(c) for c in counts], ell))))
+    if len(counts) <= MAX_EXACT_TERMS_SIZE:
+        assert value == pytest.approx(brute)
+    else:
+        assert value >= brute
