@@ -27,7 +27,7 @@ h = (violating itemsets) / |Ω^ℓ| <= B / max_r C(|r|, ℓ), exactly, and the s
 when that bound is <= ε, the ε of Theorem 1 for this σ ((1 - ε)(1 - δ) = σ, so ε < 1 - σ and
 Definition 1 holds with certainty). ε rather than 1 - σ: the sampled pool passes cuts whose
 share is below ε (it fails those above with probability >= 1 - δ), and the verifier's fresh
-γ samples then pass the one-sided bound at 1 - σ; a cut at 0.9 (1 - σ) would leave verify
+γ samples then pass the one-sided bound at 1 - σ; a share of 0.9 × (1 - σ) would leave verify
 inconclusive. Where the bound is above ε (no long record, or many violating images) nothing
 is decided: the pool goes on being drawn exactly as it would have been, and the check is not
 repeated until the cut changes. The guarantee is never weaker than the pool's: a cut is passed
