@@ -48,6 +48,9 @@ from tests.oracle import km_oracle  # noqa: E402
 DATASETS = {"bms2": ("bms-webview-2/BMS2.dat", "bms-webview-2/hierarchy_BMS2.txt"),
             "retail": ("retail/retail.dat", None),
             "cdr": ("", None)}  # generated into the workdir (--cdr-users), graph-constrained
+# How the sampled sizes were decided (models/km/__init__.py): certified by enumeration, by
+# γ samples, and pools failed by a violating sample.
+POOL_FIGURES = ("pools_certified_exactly", "pools_certified_by_samples", "pools_failed_by_samples")
 CHECK_SAMPLES = 45_845  # the paper's γ for σ = 0.99 (Sec. VI-E), per sampled size
 CHECK_DELTA = 0.01
 
@@ -181,7 +184,8 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     db = api.open_database(cell["url"], "km_bench")
     dataset = api.find_dataset(db, cell["dataset"])
     params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
-                              "exact_upto": cell["exact_upto"], "trials": cell["trials"]}
+                              "exact_upto": cell["exact_upto"], "trials": cell["trials"],
+                              "certify": cell.get("certify", "auto")}
     if cell.get("graph"):
         params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
     totals = profile_backend(db) if cell.get("profile") else None
@@ -200,8 +204,8 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
         print(f"# profile of verify\n{format_profile(totals, 10)}", file=sys.stderr,
               flush=True)
     out["figures"] = {key: run.figures[key] for key in
-                      ("published_labels", "ncp", "generalized_share", "rounds", "geo_error")
-                      if key in run.figures}
+                      ("published_labels", "ncp", "generalized_share", "rounds", "geo_error",
+                       *POOL_FIGURES) if key in run.figures}
     if cell["check"]:
         workdir = Path(cell["workdir"])
         fimi, mapping = (workdir / f"check_{run_id}.{ext}" for ext in ("dat", "map"))
@@ -238,9 +242,9 @@ def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) ->
     head = (f"| {cell['dataset']} | {cell['backend']} | {cell['variant']} | {cell['k']} | "
             f"{cell['m']} | {cell['sigma']} | {cell['exact_upto']} | ")
     if result is None:
-        return head + f"timeout > {timeout:.0f} s | | | | | | | |"
+        return head + f"timeout > {timeout:.0f} s | | | | | | | | |"
     if "error" in result:
-        return head + f"{result['error']} | | | | | | | |"
+        return head + f"{result['error']} | | | | | | | | |"
     f = result["figures"]
     check = "not run"
     if "check" in result:
@@ -248,9 +252,10 @@ def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) ->
         sampled = ", ".join(f"ℓ={ell}: {share:.4f}±{margin:.4f}"
                             for ell, (share, margin) in c["sampled"].items())
         check = ("ok" if c["ok"] else "FAILED") + (f" ({sampled})" if sampled else "")
+    pools = " / ".join(str(f[key]) for key in POOL_FIGURES) if POOL_FIGURES[0] in f else "–"
     ncp = (f"{f['ncp']:.4f}" + (f" (geo {f['geo_error']:.0f} m)" if "geo_error" in f else ""))
     return head + (f"{f['published_labels']} | {ncp} | {f['generalized_share']:.3f} | "
-                   f"{len(f['rounds'])} | {result['seconds']:.1f} | "
+                   f"{len(f['rounds'])} | {pools} | {result['seconds']:.1f} | "
                    f"{'ok' if result['verify'] else 'FAILED'} | "
                    f"{result['verify_seconds']:.1f} | {check} |")
 
@@ -361,6 +366,9 @@ def main() -> None:
                              "--error geo")
     parser.add_argument("--plot", type=Path, default=None,
                         help="cdr cells: plot partitions and geo error against m to this PNG")
+    parser.add_argument("--certify", choices=("auto", "samples"), default="auto",
+                        help="--certify of the sampled variant (auto: a size is certified by "
+                             "enumeration where that is cheaper)")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per km call site (search, then verify) to stderr")
@@ -370,8 +378,8 @@ def main() -> None:
         return
     args.workdir.mkdir(parents=True, exist_ok=True)
     print("| dataset | backend | variant | k | m | σ | exact up to | labels | NCP | generalized "
-          "| rounds | seconds | verify | verify s | check |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
+          "| rounds | pools exact / samples / failed | seconds | verify | verify s | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", flush=True)
     deadline = time.monotonic() + args.budget
     points: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
@@ -395,6 +403,7 @@ def main() -> None:
                         "seed": args.seed, "check": args.check and not graph,
                         "data": str(data), "hierarchy": str(hierarchy),
                         "workdir": str(args.workdir), "profile": args.profile,
+                        "certify": args.certify,
                         "trials": args.trials if variant != "exact" else 1, **graph}
                 left = deadline - time.monotonic()
                 if left < 10:

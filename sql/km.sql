@@ -66,6 +66,14 @@ JOIN (SELECT item_id, max(depth) AS depth FROM anc GROUP BY item_id) AS leaf
 SELECT DISTINCT i.record_id, c.node_id
 FROM items AS i JOIN cut AS c ON c.item_id = i.item_id
 
+-- name: km_generalized_counts
+-- <R, D> with, per record and node, how many original items of the record lie under the node
+-- (exactcheck.py: a generalized itemset is the image of an ℓ-itemset of the record only if the
+-- record holds at least ℓ items under its nodes).
+SELECT i.record_id, c.node_id, count(*) AS c
+FROM items AS i JOIN cut AS c ON c.item_id = i.item_id
+GROUP BY i.record_id, c.node_id
+
 -- name: km_merge_costs
 -- For every node P above a cut node, the increase of the error if the cut nodes below P are
 -- merged into P (the neighbour of R at an item below P, Sec. V): with error 'ncp' the increase

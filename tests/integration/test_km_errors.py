@@ -33,6 +33,8 @@ def baskets(db: Backend, tmp_path: Path) -> api.Dataset:
     ({"k": "5", "m": 2, "batch": 0}, "--batch 0"),
     ({"k": "5", "m": 2, "column": "nope"}, "has no column 'nope'"),
     ({"k": "5", "m": 2, "sampler": "gibbs"}, "--sampler 'gibbs' is not one of exact, mcmc"),
+    ({"k": "5", "m": 2, "sigma": "0.9", "certify": "never"},
+     "--certify 'never' is not one of auto, samples"),
     ({"k": "5", "m": 2, "mcmc_min_steps": 0}, "--mcmc-min-steps 0"),
     ({"k": "5", "m": 2, "coordinates": "c.txt"}, "--coordinates is used with --graph"),
     ({"k": "5", "m": 2, "graph": "/nonexistent/g.txt"}, "--graph file"),

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from setanon_sql.models.km.sampled import PoolRule
+from setanon_sql.models.km.sampled import WHOLE_MAX, PoolRule
 from setanon_sql.models.km.samplesize import gamma_bound
 
 
@@ -85,3 +85,10 @@ def test_the_first_pool_of_a_size_is_drawn_whole() -> None:
     assert rule.next_part(0, None, whole=True) == 30_000  # all of γ, within the largest part
     assert rule.next_part(30_000, 30_000, whole=True) == 15_845
     assert rule.next_part(0, None) == 45_845 // 8
+
+
+def test_a_whole_first_pool_stops_at_whole_max_then_doubles() -> None:
+    rule = PoolRule(5_866_617)  # σ = 0.999
+    assert rule.next_part(0, None, whole=True) == WHOLE_MAX
+    assert rule.next_part(WHOLE_MAX, WHOLE_MAX, whole=True) == 2 * WHOLE_MAX
+    assert PoolRule(45_845).next_part(0, None, whole=True) == 45_845  # σ = 0.99: all of γ

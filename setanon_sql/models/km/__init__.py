@@ -3,8 +3,10 @@
 Global recoding along a cut of an item hierarchy, or by connected regions of an adjacency graph
 (``--graph``, :mod:`.graph`). Sizes with σ_ℓ = 1 (or ℓ <= --exact-upto)
 are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the others by uniform
-samples (:mod:`.sampled`). The controller keeps only the cut's version and small counts; every
-pass over the data is SQL.
+samples (:mod:`.sampled`); a sampled size is certified by enumerating the generalizations of its
+itemsets instead of γ samples where that is cheaper (``--certify auto``, :mod:`.exactcheck`:
+no weaker, the violating share is then computed, not estimated). The controller keeps only
+the cut's version and small counts; every pass over the data is SQL.
 
 Samples come from the exact rejection sampler (:mod:`.sampler`, the default; its ℓ-subset of a
 proposed record is drawn as ℓ positions, :mod:`.positions`, so a proposal reads ℓ rows
@@ -33,7 +35,9 @@ from setanon_sql.models.km.graph import GraphGeneralization
 from setanon_sql.models.km.graphfile import load_coordinates, load_graph
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.params import (
+    CERTIFY,
     DEFAULT_BATCH,
+    DEFAULT_CERTIFY,
     DEFAULT_MCMC_MIN_STEPS,
     DEFAULT_SAMPLER,
     ERRORS,
@@ -133,17 +137,34 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int) -> dict[str
                 history.extend(enforce_exact(gen, ell, k, chosen.error, chosen.batch))
             else:
                 history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
-                                               chosen.error, chosen.batch))
+                                               chosen.error, chosen.batch, chosen.certify))
     finally:
         sampler.release()
     figures: dict[str, Any] = dict(gen.figures())
     figures["rounds"] = history
     if chosen.sampled:
+        figures.update(_certificates(history))
         figures["sample_proposals"] = sampler.proposals
         figures["sampler"] = chosen.sampler
         if isinstance(sampler, McmcSampler):
             figures["mcmc_chains"] = sampler.chains
     return figures
+
+
+def _certificates(history: list[dict[str, Any]]) -> dict[str, int]:
+    """How the sampled sizes were decided: pools certified by enumeration or by γ samples,
+    pools failed (always by a violating sample), and the enumeration checks tried."""
+    done = [entry for entry in history if "certified_by" in entry]
+    return {
+        "pools_certified_exactly": sum(e["certified_by"] == "exact" for e in done),
+        "pools_certified_by_samples": sum(e["certified_by"] == "samples" for e in done),
+        "pools_failed_by_samples": sum(int(e.get("failed_pools", 0)) for e in done),
+        "exact_checks": sum(int(e.get("exact_checks", 0)) for e in done),
+        "exact_checks_with_violations": sum(int(e.get("exact_checks_with_violations", 0))
+                                            for e in done),
+        "exact_certificates_by_bound": sum(int(e.get("exact_certificates_by_bound", 0))
+                                           for e in done),
+    }
 
 
 def _k_list(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -197,6 +218,12 @@ OPTIONS = (
                  default=DEFAULT_MCMC_MIN_STEPS, show_default=True,
                  help="--sampler mcmc: steps every chain makes before the Geweke test is first "
                       "applied (a floor on burn-in; the test then doubles the steps)"),
+    click.Option(["--certify"], type=click.Choice(CERTIFY), default=DEFAULT_CERTIFY,
+                 show_default=True,
+                 help="how a sampled size is certified: auto (by enumerating the itemsets' "
+                      "generalizations when that is cheaper than gamma samples and none is "
+                      "below k: exact, so never weaker) or samples (always gamma samples, "
+                      "Alg. 2 as printed)"),
     click.Option(["--exact-upto", "exact_upto"], type=int, default=0, show_default=True,
                  help="enumerate itemsets exactly up to this size, sample above it"),
 )

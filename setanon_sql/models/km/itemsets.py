@@ -6,6 +6,8 @@ itemset are joined in increasing id order, so every itemset of a record appears 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 
 from setanon_sql.sqlrender import identifier, with_alias
@@ -156,3 +158,74 @@ def chain_counts(held: exp.Table) -> exp.Select:
     return (exp.select(exp.column("vid", quoted=True),
                        exp.func("count", exp.Star()).as_("supp", quoted=True))
             .from_(held.copy()).group_by(exp.column("vid", quoted=True)))
+
+
+
+def _binomial(n: exp.Expr, ell: int) -> exp.Expr:
+    """C(n, ℓ) as a float, 0 for 0 <= n < ℓ: the product of (n - i) / (i + 1) for i < ℓ."""
+    value: exp.Expr = exp.Literal.number(1.0)
+    for i in range(ell):
+        factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
+                                       "DOUBLE PRECISION"),
+                         expression=exp.Literal.number(float(i + 1)))
+        value = exp.Mul(this=value, expression=factor)
+    return exp.paren(value)
+
+
+# Above this size an image's ℓ-itemsets are bounded by C(cover, ℓ) rather than counted by
+# inclusion-exclusion over its nodes (2^size terms).
+MAX_EXACT_TERMS_SIZE = 6
+
+
+def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
+    """ℓ-subsets of a record's items under the nodes whose item counts are ``counts`` that hold
+    an item under every node (those whose image is exactly the itemset): inclusion-exclusion,
+    Σ over node subsets S of (-1)^(size - |S|) C(Σ_S c, ℓ); above MAX_EXACT_TERMS_SIZE nodes
+    the upper bound C(Σ c, ℓ)."""
+    size = len(counts)
+    if size > MAX_EXACT_TERMS_SIZE:
+        total: exp.Expr = counts[0].copy()
+        for c in counts[1:]:
+            total = exp.Add(this=total, expression=c.copy())
+        return _binomial(total, ell)
+    value: exp.Expr | None = None
+    for mask in range(1, 1 << size):
+        chosen = [counts[i].copy() for i in range(size) if mask >> i & 1]
+        covered: exp.Expr = chosen[0]
+        for c in chosen[1:]:
+            covered = exp.Add(this=covered, expression=c)
+        term = _binomial(covered, ell)
+        if (size - len(chosen)) % 2:
+            value = exp.Sub(this=value, expression=term) if value is not None else exp.Neg(
+                this=term)
+        else:
+            value = exp.Add(this=value, expression=term) if value is not None else term
+    assert value is not None
+    return exp.paren(value)
+
+
+def image_violations(table: exp.Table, size: int, ell: int) -> exp.Select:
+    """(images, itemsets): over the ``size``-itemsets G of ``table(record_id, node_id, c)``
+    (``c`` counts the record's original items under the node) with support in [1, :k) and a
+    holder with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
+    :mod:`.exactcheck`), how many there are, and Σ over their holders of the ℓ-subsets of the
+    holder's items whose image is G (an upper bound on the ℓ-itemsets of D they stand for:
+    an itemset held by several records is counted once per holder)."""
+    occurrences = itemset_occurrences(table, size)
+    counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
+    cover: exp.Expr = counts[0].copy()
+    for c in counts[1:]:
+        cover = exp.Add(this=cover, expression=c.copy())
+    occurrences = occurrences.select(cover.as_("cover", quoted=True),
+                                     exact_cover_count(counts, ell).as_("x", quoted=True))
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
+    violating = (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
+                            .as_("x", quoted=True))
+                 .from_(occurrences.subquery("o")).group_by(*nodes)
+                 .having(exp.and_(
+                     exp.func("count", exp.Star()) < exp.Placeholder(this="k"),
+                     exp.func("max", exp.column("cover", quoted=True))
+                     >= exp.Literal.number(ell))))
+    return exp.select(exp.func("count", exp.Star()),
+                      exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
+                               exp.Literal.number(0.0))).from_(violating.subquery("v"))

@@ -14,9 +14,11 @@ from setanon_sql.errors import UsageError
 
 ERRORS = ("ncp", "geo", "share")
 SAMPLERS = ("exact", "mcmc")
+CERTIFY = ("auto", "samples")  # exactcheck.py: enumeration where cheaper, or always γ samples
 DEFAULT_BATCH = 0.25
 DEFAULT_SAMPLER = "exact"
 DEFAULT_MCMC_MIN_STEPS = 16
+DEFAULT_CERTIFY = "auto"
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class KmParams:
     graph: str | None = None
     coordinates: str | None = None
     mcmc_min_steps: int = DEFAULT_MCMC_MIN_STEPS
+    certify: str = DEFAULT_CERTIFY
 
     def exact_at(self, ell: int) -> bool:
         """Whether itemsets of size ``ell`` are checked by enumeration (σ_ℓ = 1 or ℓ ≤ ℓ0)."""
@@ -103,5 +106,8 @@ def parse_params(params: dict[str, Any]) -> KmParams:
     min_steps = DEFAULT_MCMC_MIN_STEPS if min_steps is None else min_steps
     if not isinstance(min_steps, int) or isinstance(min_steps, bool) or min_steps < 1:
         raise UsageError(f"--mcmc-min-steps {min_steps!r}: give a number of MCMC steps >= 1")
+    certify = params.get("certify") or DEFAULT_CERTIFY
+    if certify not in CERTIFY:
+        raise UsageError(f"--certify {certify!r} is not one of {', '.join(CERTIFY)}")
     return KmParams(m, k, sigma, error, params.get("hierarchy"), params.get("column"), trials,
-                    exact_upto, float(batch), sampler, graph, coordinates, min_steps)
+                    exact_upto, float(batch), sampler, graph, coordinates, min_steps, certify)

@@ -31,6 +31,14 @@ What is reused, and why that is allowed:
 - **tables that depend on D only**: the sampler keeps its per-size tables across parts (the
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
+
+A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
+part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
+samples still to draw, and no image violates k, the size is certified with certainty (exact
+k^ℓ of the images implies σ-k^ℓ for every σ); with a few violating images, it is certified
+when their share of Ω^ℓ is provably at most Theorem 1's ε. Otherwise nothing is decided and
+the pool is drawn as before. The history's certifying entry says which way it went
+(``certified_by``: "exact" or "samples").
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
+from setanon_sql.models.km.exactcheck import ExactCheck
 from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
@@ -54,8 +63,12 @@ from setanon_sql.progress import report
 # 1,000, 71 with parts of γ / 8, 47 with whole pools; each round a dozen statements), costing
 # more than the samples saved. Later pools start at γ / 8 (within [1,000, 50,000]) and
 # double: a pool that fails late in a size holds few violating samples, and drawing all γ of
-# them would be mostly waste.
+# them would be mostly waste. "Whole" stops at WHOLE_MAX: σ = 0.99 (γ = 45,845) is drawn whole
+# as before, while σ = 0.999 (γ = 5,866,617) draws 100,000 first (then doubles while clean);
+# at a new size that is thousands of violating samples to steer by, and drawing 1 M samples of
+# size 5 to find them cost about 2 minutes on BMS-WebView-2 per size.
 FIRST_SHARE, FIRST_MIN, FIRST_MAX = 8, 1_000, 50_000
+WHOLE_MAX = 100_000
 MAX_PART = 1_000_000  # samples drawn and checked at once (memory of one part's tables)
 
 
@@ -84,9 +97,9 @@ class PoolRule:
         return "passed" if clean >= self.gamma else "continue"
 
     def next_part(self, clean: int, last: int | None, whole: bool = False) -> int:
-        """The size of the next part: the first part (all of γ if ``whole``), then twice the
-        last, up to γ - clean and at most ``largest``."""
-        first = self.gamma if whole else (self.first or first_part(self.gamma))
+        """The size of the next part: the first part (all of γ, at most WHOLE_MAX, if
+        ``whole``), then twice the last, up to γ - clean and at most ``largest``."""
+        first = min(self.gamma, WHOLE_MAX) if whole else (self.first or first_part(self.gamma))
         size = first if last is None else 2 * last
         return max(1, min(size, self.largest, self.gamma - clean))
 
@@ -113,16 +126,30 @@ class _Checker:
     k: int
     version: int = -1
     generalized: exp.Table | None = None
+    lengths_of: tuple[int, list[tuple[int, int]]] | None = None
+
+    def _refresh(self) -> exp.Table:
+        """<R, D> of the current cut version (made once per version)."""
+        if self.version != self.gen.version or self.generalized is None:
+            self.drop()
+            self.generalized, self.version = self.gen.generalized(), self.gen.version
+        return self.generalized
+
+    def lengths(self) -> list[tuple[int, int]]:
+        """(nodes per record, records) of <R, D>: what enumerating it costs."""
+        generalized = self._refresh()
+        if self.lengths_of is None or self.lengths_of[0] != self.version:
+            rows = self.gen.backend.query("km_group_record_lengths", None, {"gr": generalized})
+            self.lengths_of = (self.version, [(int(a), int(b)) for a, b in rows])
+        return self.lengths_of[1]
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
         """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
         gen, b = self.gen, self.gen.backend
-        if self.version != gen.version or self.generalized is None:
-            self.drop()
-            self.generalized, self.version = gen.generalized(), gen.version
+        generalized = self._refresh()
         groups = gen.table("groups")
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups)
-        plan = group_violations(b, groups, self.generalized, self.k, gen.table("sviol"),
+        plan = group_violations(b, groups, generalized, self.k, gen.table("sviol"),
                                 gen.table)
         b.drop_table(groups)
         return violating_count(b, gen.table("sviol")), plan
@@ -134,24 +161,38 @@ class _Checker:
 
 
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
-                    sigma: float, error: str, batch: float) -> list[dict[str, Any]]:
-    """Generalize until γ(σ) samples of size ℓ drawn after the last merge are all k-anonymous;
-    one history entry per merge round, and one for the certifying pool."""
+                    sigma: float, error: str, batch: float,
+                    certify: str = "auto") -> list[dict[str, Any]]:
+    """Generalize until γ(σ) samples of size ℓ drawn after the last merge are all k-anonymous
+    (or, with ``certify="auto"``, no image of an ℓ-itemset violates k where enumerating them
+    is the cheaper check); one history entry per merge round, and one for the certifying pool.
+    """
     b = gen.backend
     rule = PoolRule(gamma(sigma))
     checker = _Checker(gen, k)
+    exact = ExactCheck(gen, ell, k, sigma) if certify == "auto" else None
     pool, keys, violations = gen.table("samples"), gen.table("skeys"), gen.table("sviol")
     narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
     clean, part, parts, failed_pools = 0, None, 0, 0
     try:
         while True:
-            part = rule.next_part(clean, part, whole=not failed_pools)
+            whole = not failed_pools
+            part = rule.next_part(clean, part, whole=whole)
+            # Samples this pool will surely draw next: all still missing once a part came out
+            # clean (or the pool is drawn whole), else the part (a failing pool stops there).
+            ahead = rule.gamma - clean if clean or whole else part
+            if exact is not None and exact.worth(checker.lengths(), ahead) \
+                    and exact.certifies():
+                history.append({"size": ell, "certified_by": "exact", "clean_samples": clean,
+                                "gamma": rule.gamma, "parts": parts,
+                                "failed_pools": failed_pools, **exact.figures()})
+                return history
             drawn = sampler.draw(ell, part, pool)
             parts += 1
             if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
                 b.drop_table(pool)
-                history.append({"size": ell, "certified_by": 0, "gamma": rule.gamma})
+                history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
@@ -163,9 +204,11 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 for table in (pool, keys, violations):
                     b.drop_table(table)
                 if outcome == "passed":
-                    history.append({"size": ell, "certified_by": clean, "gamma": rule.gamma,
+                    history.append({"size": ell, "certified_by": "samples",
+                                    "clean_samples": clean, "gamma": rule.gamma,
                                     "parts": parts, "failed_pools": failed_pools,
-                                    "plan": plan})
+                                    "plan": plan,
+                                    **(exact.figures() if exact is not None else {})})
                     return history
                 continue
             failed_pools += 1

@@ -5,7 +5,11 @@ Exact sizes are checked by counting, in SQL, every published ℓ-itemset whose s
 run did not use) and decide ``share of itemsets whose generalization has support below k_ℓ
 <= 1 - σ_ℓ`` with one-sided Clopper-Pearson bounds at confidence 1 - VERIFY_DELTA: passed when
 the upper bound is within the limit, failed when the lower bound is above it, else
-inconclusive (not published). The published rows must also be exactly the original rows under
+inconclusive (not published). Before sampling, a sampled size is enumerated where that is
+cheaper than its γ samples (:mod:`.exactcheck`, the search's certificate recomputed from the
+original items and the published mapping): it passes, with certainty, when no image of an
+ℓ-itemset of D is below k_ℓ, or when the bounded share of Ω^ℓ that is, is <= 1 - σ_ℓ; else
+the fresh samples decide. The published rows must also be exactly the original rows under
 ``map_<attr>``.
 """
 
@@ -18,10 +22,18 @@ from setanon_sql.catalog import Dataset, Run
 from setanon_sql.errors import UsageError
 from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
+from setanon_sql.models.km.exactcheck import (
+    MAX_EXACT_ROWS,
+    ROW_COST,
+    ShareBound,
+    enumeration_rows,
+    share_bound,
+)
 from setanon_sql.models.km.itemsets import violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.names import staging_table
 from setanon_sql.stats.binomial import decide
 
 VERIFY_DELTA = 0.01  # a sampled size's verdict holds with confidence 0.99
@@ -47,6 +59,14 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
         k = params.k[ell - 1]
         if not params.exact_at(ell):
             sigma = params.sigma[ell - 1]
+            enumerated = enumerated_share(backend, original, ell, k, gamma(sigma))
+            if enumerated is not None and enumerated.share <= 1 - sigma:
+                details[f"size {ell}"] = (
+                    f"enumerated, support below {k}: {enumerated.images} image(s) of "
+                    f"{ell}-itemsets, share of the {ell}-itemsets <= {enumerated.share:.3g} "
+                    f"<= {1 - sigma:.3g}: passed")
+                sampled.append(f"{ell} (enumerated)")
+                continue
             bad, drawn = sampled_violations(backend, dataset, original, original["items"], ell,
                                             k, gamma(sigma), run.seed or 0)
             if drawn == 0:
@@ -69,12 +89,30 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     exact = [ell for ell in range(1, params.m + 1) if params.exact_at(ell)]
     covered = "; ".join(part for part in (
         exact and f"every published itemset of size {', '.join(map(str, exact))}, exactly",
-        sampled and f"sampled: fresh uniform samples of the original itemsets of size "
-                    f"{', '.join(sampled)} (gamma of Theorem 1 each, a stream the run did not "
-                    f"draw), one-sided Clopper-Pearson bounds at confidence "
-                    f"{1 - VERIFY_DELTA:g}",
+        sampled and f"sampled: the original itemsets of size {', '.join(sampled)}, by "
+                    f"enumerating their generalizations where cheaper, else by fresh uniform "
+                    f"samples (gamma of Theorem 1 each, a stream the run did not draw) with "
+                    f"one-sided Clopper-Pearson bounds at confidence {1 - VERIFY_DELTA:g}",
         "published rows against the mapping") if part)
     # A definite violation anywhere fails the run; otherwise an undecided sampled size leaves
     # it inconclusive (not published either).
     return Verification(not failed and not undecided, covered, details,
                         inconclusive=undecided and not failed)
+
+
+def enumerated_share(backend: Backend, original: dict[str, Any], ell: int, k: int,
+                     samples: int) -> ShareBound | None:
+    """The enumeration bound of :mod:`.exactcheck` on the published generalization of the
+    original items, or None where enumerating costs more than ``samples`` samples."""
+    cut, counts = (backend.table(staging_table(p)) for p in ("vecut", "vecount"))
+    try:
+        backend.materialize(cut, "km_published_cut", None, original)
+        backend.materialize(counts, "km_generalized_counts", None,
+                            {"items": original["items"], "cut": cut})
+        lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+        if enumeration_rows(lengths, ell) > min(MAX_EXACT_ROWS, ROW_COST * samples):
+            return None
+        return share_bound(backend, counts, original["items"], ell, k)
+    finally:
+        for table in (cut, counts):
+            backend.drop_table(table)
