@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.cli import main
 from setanon_sql.models import require_model
-from tests.conftest import write
+from tests.conftest import DbUrl, write
 
 RHO = require_model("rho")
 
@@ -46,3 +48,20 @@ def test_hierarchy_missing_an_item(db: Backend, baskets: api.Dataset, tmp_path: 
         api.anonymize(db, baskets, RHO, {"rho": 0.5, "sensitive_fraction": 0.4,
                                          "heuristic": "tdcontrol",
                                          "hierarchy": str(hierarchy)}, seed=1)
+
+
+def test_cli_tdcontrol_needs_and_takes_a_hierarchy(db_url: DbUrl, tmp_path: Path) -> None:
+    source = write(tmp_path / "b.dat", "1 2\n1 2\n1 3\n2 3\n1 2 3\n2 4\n")
+    hierarchy = write(tmp_path / "h.txt", "1;a;*\n2;a;*\n3;b;*\n4;b;*\n")
+    runner = CliRunner()
+    assert runner.invoke(main, ["load", "transactions", str(source), "--name", "b",
+                                *db_url.args]).exit_code == 0
+    args = ["anonymize", "b", "--model", "rho", "--rho", "0.5", "--sensitive-fraction", "0.5",
+            "--heuristic", "tdcontrol", "--seed", "2", *db_url.args]
+    result = runner.invoke(main, args)
+    assert result.exit_code != 0 and "give --hierarchy FILE" in result.output
+    result = runner.invoke(main, [*args, "--hierarchy", str(hierarchy)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(main, ["verify", "b", *db_url.args])
+    assert result.exit_code == 0 and "guarantee met" in result.output, result.output
+    assert "labels_not_an_ancestor_in_the_hierarchy: 0" in result.output
