@@ -7,7 +7,11 @@ chosen item types (``--heuristic global``). The output is a record-by-record sub
 input. Optional: ``--m`` bounds the adversary's knowledge to m items (reported with the result),
 ``--t-max`` partitions the data (divide-and-conquer, Alg. 3; see :mod:`.dnc` for why the union
 of safe partitions is safe). The suppressor runs in stages of growing qid size (1 item, 2, ...
-up to m), the last of which is the exact check (:mod:`.stages`).
+up to m), the last of which is the exact check (:mod:`.stages`). ``--heuristic tdcontrol`` is
+the baseline of Jia et al.'s comparison, Cao et al.'s TDControl (:mod:`.tdcontrol`): it
+generalizes the non-sensitive items along ``--hierarchy`` and suppresses sensitive item types
+globally; it is a heuristic of this model, not a model of its own, because the guarantee,
+the parameters and the verifier's check are those of ρ-uncertainty.
 """
 
 from __future__ import annotations
@@ -18,15 +22,19 @@ import click
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import Dataset
+from setanon_sql.catalog import Attribute, Dataset
+from setanon_sql.errors import UsageError
+from setanon_sql.io.hierarchy import find_hierarchy, hierarchy_name
 from setanon_sql.models.base import Model
+from setanon_sql.models.km.generalization import resolve_hierarchy
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.dnc import base_query, split_points
-from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, parse_params
+from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, RhoParams, parse_params
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.sensitive import build_sensitive
 from setanon_sql.models.rho.stages import run_stages
 from setanon_sql.models.rho.target import suppression_target
+from setanon_sql.models.rho.tdcontrol import TDControl
 from setanon_sql.models.rho.verify import verify_run
 from setanon_sql.runs import RunContext
 
@@ -40,6 +48,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     sens = context.table("sensitive")
     context.figures.update(build_sensitive(backend, sens, items, dictionary, chosen.sensitive,
                                            chosen.sensitive_fraction, context.seed or 0))
+    if chosen.heuristic == "tdcontrol":
+        _tdcontrol(backend, dataset, attribute, chosen, sens, context)
+        return
     shape = check_shape(backend, items, chosen.m, sens, deferred_top=chosen.m is not None)
     starts = [0]
     ranks = context.table("ranks")
@@ -62,6 +73,40 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     context.figures["support_mismatches"] = mismatches
     context.figures["stages"] = stages
     _figures(backend, context, items, out, chosen.m, shape.max_q, starts, history)
+
+
+def _tdcontrol(backend: Backend, dataset: Dataset, attribute: Attribute, chosen: RhoParams,
+               sens: exp.Table, context: RunContext) -> None:
+    """Cao et al.'s TDControl (see :mod:`.tdcontrol`), published as a generalization."""
+    items = backend.table(dataset.items_table(attribute))
+    hierarchy = resolve_hierarchy(backend, dataset, attribute, chosen.hierarchy)
+    # Every cut's table is a generalization of the input, so its qids are no more than the
+    # input's: the input's shape bounds every SuppressControl's enumeration.
+    shape = check_shape(backend, items, chosen.m, sens)
+    search = TDControl(backend, context, chosen, sens, items,
+                       backend.table(dataset.dict_table(attribute)), hierarchy.hierarchy_id,
+                       shape)
+    cut, best, figures = search.search()
+    context.set_phase("publish")
+    context.figures.update(figures)
+    context.figures.update(search.publish(cut, best, attribute.attr_no))
+    context.figures.update({"hierarchy": hierarchy.name, "largest_qid_checked": shape.max_q,
+                            "qid_bound_m": chosen.m if chosen.m is not None
+                            else "none (every subset of a record)"})
+
+
+def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:
+    """Parameters; for tdcontrol, a hierarchy to generalize along, before the run is recorded."""
+    chosen = parse_params(params)
+    if chosen.heuristic != "tdcontrol" or chosen.hierarchy is not None:
+        return
+    attribute = dataset.set_attribute(chosen.column, "--model rho")
+    if find_hierarchy(backend, hierarchy_name(dataset, attribute)) is None:
+        raise UsageError(
+            f"--heuristic tdcontrol generalizes the non-sensitive items along an item hierarchy, "
+            f"and column {attribute.name!r} of dataset {dataset.name!r} has none: give "
+            f"--hierarchy FILE (lines leaf;parent;...;root) or load one with 'setanon load "
+            f"hierarchy FILE --name {dataset.name} --column {attribute.name}'")
 
 
 def _figures(backend: Backend, context: RunContext, items: exp.Table, out: exp.Table,
@@ -90,7 +135,9 @@ OPTIONS = (
     click.Option(["--heuristic"], type=click.Choice(HEURISTICS), default="mine",
                  show_default=True,
                  help="dist: keep the item distribution (H_dist); mine: keep association rules "
-                      "(H_mine); global: suppress item types entirely (baseline)"),
+                      "(H_mine); global: suppress item types entirely (baseline); tdcontrol: "
+                      "generalize non-sensitive items along --hierarchy, suppress sensitive "
+                      "types globally (Cao et al.'s TDControl, baseline)"),
     click.Option(["--m"], type=int, default=None,
                  help="the adversary knows at most m items (default: any subset of a record)"),
     click.Option(["--b-max", "b_max"], type=int, default=DEFAULT_B_MAX, show_default=True,
@@ -98,6 +145,10 @@ OPTIONS = (
     click.Option(["--t-max", "t_max"], type=float, default=None,
                  help="divide-and-conquer: split partitions whose cost (eq. 6) exceeds this"),
     click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
+    click.Option(["--hierarchy"], default=None, type=click.Path(dir_okay=False),
+                 help="tdcontrol: item hierarchy file (leaf;parent;...;root); default: the "
+                      "loaded one"),
 )
 
-MODEL = Model("rho", "rho-uncertainty by partial suppression", OPTIONS, anonymize, verify_run)
+MODEL = Model("rho", "rho-uncertainty by partial suppression", OPTIONS, anonymize, verify_run,
+              validate)

@@ -10,7 +10,7 @@ from setanon_sql.errors import UsageError
 from setanon_sql.models.rho.sensitive import check_sensitive_source
 from setanon_sql.models.rho.suppression import rho_fraction
 
-HEURISTICS = ("dist", "mine", "global")
+HEURISTICS = ("dist", "mine", "global", "tdcontrol")
 DEFAULT_B_MAX = 10**6  # Jia et al. Sec. 4: b_max = 10^6
 
 
@@ -26,6 +26,7 @@ class RhoParams:
     sensitive: str | None
     sensitive_fraction: float | None
     column: str | None
+    hierarchy: str | None = None
 
 
 def _positive_int(params: dict[str, Any], key: str, option: str, what: str) -> int | None:
@@ -56,8 +57,17 @@ def parse_params(params: dict[str, Any]) -> RhoParams:
     if t_max is not None and (not isinstance(t_max, (int, float)) or t_max <= 0):
         raise UsageError(f"--t-max {t_max!r}: give the largest estimated cost of a partition "
                          "(eq. 6), > 0, e.g. 500")
+    hierarchy = params.get("hierarchy")
+    if heuristic == "tdcontrol" and t_max is not None:
+        raise UsageError(f"--t-max {t_max!r}: --heuristic tdcontrol does not partition the data "
+                         "(a cut of the hierarchy is global); drop --t-max")
+    if hierarchy is not None and heuristic != "tdcontrol":
+        raise UsageError(f"--hierarchy {hierarchy}: only --heuristic tdcontrol generalizes "
+                         f"items; --heuristic {heuristic} suppresses them. Drop --hierarchy or "
+                         "use --heuristic tdcontrol")
     fraction = params.get("sensitive_fraction")
     check_sensitive_source(params.get("sensitive"), fraction)
     return RhoParams(value, m, heuristic, b_max or DEFAULT_B_MAX,
                      float(t_max) if t_max is not None else None, params.get("sensitive"),
-                     float(fraction) if fraction is not None else None, params.get("column"))
+                     float(fraction) if fraction is not None else None, params.get("column"),
+                     hierarchy)
