@@ -7,7 +7,7 @@ import pytest
 from setanon_sql import sqlrender
 from setanon_sql.backends import connect
 from setanon_sql.backends.spark_dialect import DIALECT
-from setanon_sql.errors import UnsupportedOperationError, UsageError
+from setanon_sql.errors import ConnectionFailedError, UsageError
 
 
 def render(sql: str) -> str:
@@ -25,10 +25,17 @@ def test_spark_url_needs_a_warehouse_and_a_local_master() -> None:
         connect("spark://local[2]?warehuse=/tmp/w")
 
 
-def test_spark_connect_is_refused_as_not_yet() -> None:
-    with pytest.raises(UnsupportedOperationError,
-                       match=r"Spark Connect \(sc://host:15002\) is not yet supported"):
-        connect("sc://host:15002")
+def test_spark_connect_url_errors_are_clear_and_hide_the_token() -> None:
+    from setanon_sql.backends.spark_connect import shown_connect_url
+
+    with pytest.raises(UsageError, match=r"Spark Connect URL 'sc://' cannot be parsed: write "
+                                         r"sc://HOST:PORT"):
+        connect("sc://")
+    with pytest.raises(ConnectionFailedError,
+                       match=r"cannot reach the Spark Connect server "
+                             r"sc://127.0.0.1:1/;token=\*\*\* .*: start it"):
+        connect("sc://127.0.0.1:1/;token=secret")
+    assert shown_connect_url("sc://h:1/;use_ssl=true;token=s") == "sc://h:1/;use_ssl=true;token=***"
 
 
 def test_array_index_of_unknown_type_counts_from_one() -> None:
