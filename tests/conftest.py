@@ -103,11 +103,12 @@ def spark_connect_url(spark_warehouse: Path,
         stop_sessions()
 
 
-def _drop_connect_schema(url: str, schema: str) -> None:
+def _drop_connect_schema(url: str, *schemas: str) -> None:
     from setanon_sql.backends import connect
 
-    backend = connect(url, schema)
-    backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
+    backend = connect(url, schemas[0])
+    for schema in schemas:
+        backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
     backend.close()
 
 
@@ -115,11 +116,12 @@ def _spark_url(warehouse: Path) -> str:
     return f"spark://local[2]?warehouse={warehouse}"
 
 
-def _drop_spark_schema(warehouse: Path, schema: str) -> None:
+def _drop_spark_schema(warehouse: Path, *schemas: str) -> None:
     from setanon_sql.backends import connect
 
-    backend = connect(_spark_url(warehouse), schema)
-    backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
+    backend = connect(_spark_url(warehouse), schemas[0])
+    for schema in schemas:
+        backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
     backend.close()
 
 
@@ -183,7 +185,7 @@ def db(backend_name: str, request: pytest.FixtureRequest, user_schema: str) -> I
             yield backend
         finally:
             backend.close()
-            _drop_spark_schema(warehouse, schema)
+            _drop_spark_schema(warehouse, schema, user_schema)
         return
     if backend_name == "spark_connect":
         url = request.getfixturevalue("spark_connect_url")
@@ -192,7 +194,7 @@ def db(backend_name: str, request: pytest.FixtureRequest, user_schema: str) -> I
             yield backend
         finally:
             backend.close()
-            _drop_connect_schema(url, schema)
+            _drop_connect_schema(url, schema, user_schema)
         return
     url = _require_pg(request.getfixturevalue("pg_server_url"))
     backend = open_database(url, schema)

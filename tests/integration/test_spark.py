@@ -144,9 +144,6 @@ def test_every_command_of_a_km_run_works_on_spark(db_url: DbUrl, tmp_path: Path)
 @spark_only
 def test_commands_not_yet_on_spark_are_refused_up_front(db: Backend) -> None:
     with pytest.raises(UnsupportedOperationError,
-                       match="'setanon attach' is not yet available on the spark backend"):
-        api.attach(db, "x", "u.t", "r", "i")
-    with pytest.raises(UnsupportedOperationError,
                        match="'setanon generate claims' is not yet available on the spark"):
         db.require_command("generate claims")
     with pytest.raises(UnsupportedOperationError,
