@@ -153,9 +153,6 @@ class SparkBackend(Backend):
     name = "spark"
     dialect = DIALECT
     supports_in_place: ClassVar[bool] = False
-    # Not yet tested on Spark, so refused rather than trusted (see the README).
-    commands_not_yet: ClassVar[frozenset[str]] = frozenset({"generate claims",
-                                                             "generate quest"})
 
     def __init__(self, url: str, schema: str, create: bool = True) -> None:
         super().__init__(url, schema)

@@ -162,13 +162,13 @@ class SparkConnectBackend(SparkBackend):
     def _recover_before_writing(self) -> None:
         if self._recovered:
             return
-        self._recovered = True
         owner = self._journal_owner()
         if owner is not None and owner.get("host") == socket.gethostname() and _alive(
                 int(owner.get("pid", 0))) and owner.get("pid") != os.getpid():
             raise DatabaseLockedError(
                 f"schema {self.schema} on {self.describe()} is being written by process "
                 f"{owner['pid']} on this host: wait for it to finish", int(owner["pid"]))
+        self._recovered = True  # before the repair, whose own writes must not come back here
         super()._recover()
 
     def run(

@@ -141,17 +141,6 @@ def test_every_command_of_a_km_run_works_on_spark(db_url: DbUrl, tmp_path: Path)
     assert "b" not in setanon("datasets")
 
 
-@spark_only
-def test_commands_not_yet_on_spark_are_refused_up_front(db: Backend) -> None:
-    with pytest.raises(UnsupportedOperationError,
-                       match="'setanon generate claims' is not yet available on the spark"):
-        db.require_command("generate claims")
-    with pytest.raises(UnsupportedOperationError,
-                       match="'setanon generate quest' is not yet available on the spark"):
-        db.require_command("generate quest")
-    assert db.table_names("d1") == []
-
-
 @connect_only
 def test_a_killed_clients_transaction_is_undone_by_the_next_writer_not_a_reader(
         db: Backend) -> None:
