@@ -30,6 +30,10 @@ BACKENDS = [
 # Spark runs each statement in ~0.1-1 s, so the suite runs a test on Spark only when the test
 # (or its module) opts in with @pytest.mark.on_spark: the CI budget stays bounded.
 SPARK = pytest.param("spark", marks=pytest.mark.spark)
+# The same tests over Spark Connect (sc://), against one server per test session.
+SPARK_CONNECT = pytest.param("spark_connect", marks=[pytest.mark.spark,
+                                                     pytest.mark.spark_connect])
+SPARK_NAMES = ("spark", "spark_connect")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -38,7 +42,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                    for mark in metafunc.definition.iter_markers("parametrize"))
     if "backend_name" in metafunc.fixturenames and not explicit:
         on_spark = metafunc.definition.get_closest_marker("on_spark") is not None
-        metafunc.parametrize("backend_name", [*BACKENDS, SPARK] if on_spark else BACKENDS,
+        metafunc.parametrize("backend_name",
+                             [*BACKENDS, SPARK, SPARK_CONNECT] if on_spark else BACKENDS,
                              indirect=True)
 
 
@@ -50,7 +55,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         callspec = getattr(item, "callspec", None)
         seeds = mark.kwargs.get("seeds") if mark is not None else None
         if (seeds is not None and callspec is not None
-                and callspec.params.get("backend_name") == "spark"
+                and callspec.params.get("backend_name") in SPARK_NAMES
                 and callspec.params.get("seed") not in seeds):
             dropped.append(item)
         else:
@@ -86,15 +91,37 @@ def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("spark-warehouse")
 
 
+@pytest.fixture(scope="session")
+def spark_connect_url(spark_warehouse: Path,
+                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Spark Connect server per test session (tests/support/spark_connect_server.py)."""
+    from setanon_sql.backends.spark_connect import stop_sessions
+    from tests.support.spark_connect_server import spark_connect_server
+
+    with spark_connect_server(tmp_path_factory.mktemp("spark-connect")) as url:
+        yield url
+        stop_sessions()
+
+
+def _drop_connect_schema(url: str, *schemas: str) -> None:
+    from setanon_sql.backends import connect
+
+    backend = connect(url, schemas[0])
+    for schema in schemas:
+        backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
+    backend.close()
+
+
 def _spark_url(warehouse: Path) -> str:
     return f"spark://local[2]?warehouse={warehouse}"
 
 
-def _drop_spark_schema(warehouse: Path, schema: str) -> None:
+def _drop_spark_schema(warehouse: Path, *schemas: str) -> None:
     from setanon_sql.backends import connect
 
-    backend = connect(_spark_url(warehouse), schema)
-    backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
+    backend = connect(_spark_url(warehouse), schemas[0])
+    for schema in schemas:
+        backend.execute(f"DROP DATABASE IF EXISTS `{schema}` CASCADE")
     backend.close()
 
 
@@ -158,7 +185,16 @@ def db(backend_name: str, request: pytest.FixtureRequest, user_schema: str) -> I
             yield backend
         finally:
             backend.close()
-            _drop_spark_schema(warehouse, schema)
+            _drop_spark_schema(warehouse, schema, user_schema)
+        return
+    if backend_name == "spark_connect":
+        url = request.getfixturevalue("spark_connect_url")
+        backend = open_database(url, schema)
+        try:
+            yield backend
+        finally:
+            backend.close()
+            _drop_connect_schema(url, schema, user_schema)
         return
     url = _require_pg(request.getfixturevalue("pg_server_url"))
     backend = open_database(url, schema)
@@ -179,6 +215,11 @@ def db_url(backend_name: str, request: pytest.FixtureRequest, tmp_path: Path) ->
         warehouse = request.getfixturevalue("spark_warehouse")
         yield DbUrl(_spark_url(warehouse), schema)
         _drop_spark_schema(warehouse, schema)
+        return
+    if backend_name == "spark_connect":
+        url = request.getfixturevalue("spark_connect_url")
+        yield DbUrl(url, schema)
+        _drop_connect_schema(url, schema)
         return
     url = _require_pg(request.getfixturevalue("pg_server_url"))
     yield DbUrl(url, schema)

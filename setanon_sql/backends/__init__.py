@@ -114,10 +114,14 @@ def connect(url: Any = None, schema: str = DEFAULT_SCHEMA, wait_seconds: float =
             "(at most 63 characters, not starting with a digit)"
         )
     resolved = resolve_url(url)
-    if isinstance(resolved, str) and resolved.startswith(("spark://", "sc://")):
+    if isinstance(resolved, str) and resolved.startswith("spark://"):
         from setanon_sql.backends.spark import SparkBackend
 
         return SparkBackend(resolved, schema, create)
+    if isinstance(resolved, str) and resolved.startswith("sc://"):
+        from setanon_sql.backends.spark_connect import SparkConnectBackend
+
+        return SparkConnectBackend(resolved, schema, create)
     parsed = _parsed(resolved)
     driver = parsed.get_backend_name().lower()
     if driver == "duckdb":

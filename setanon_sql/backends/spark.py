@@ -53,6 +53,9 @@ from setanon_sql.sqlrender import TableBinding, identifier
 _MASTER = re.compile(r"^local(\[(\d+|\*)\])?$")
 _NEXT = "__next"
 _BACKUP = "__txn"
+# Where a Spark Connect session keeps its transaction journal (spark_connect.py): a table of
+# setanon's schema that no listing shows.
+JOURNAL_TABLE = "setanon_transaction__journal"
 _INFO_VIEWS = {"tables": "setanon_information_schema_tables",
                "columns": "setanon_information_schema_columns"}
 _CONSTRAINTS = (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint,
@@ -77,8 +80,8 @@ def parse_spark_url(url: str) -> tuple[str, Path]:
     if not _MASTER.match(master):
         raise UsageError(
             f"Spark URL {url!r}: the master must be local, local[N] or local[*] "
-            "(spark://local[2]?warehouse=DIR); a cluster is reached through Spark Connect "
-            "(sc://HOST:PORT), which is not yet supported")
+            "(spark://local[2]?warehouse=DIR); a cluster is reached through Spark Connect: "
+            "sc://HOST:PORT")
     settings: dict[str, str] = {}
     for part in filter(None, query.split("&")):
         key, _, value = part.partition("=")
@@ -150,26 +153,24 @@ class SparkBackend(Backend):
     name = "spark"
     dialect = DIALECT
     supports_in_place: ClassVar[bool] = False
-    # Not yet tested on Spark, so refused rather than trusted (see the README).
-    commands_not_yet: ClassVar[frozenset[str]] = frozenset({"attach", "generate claims",
-                                                             "generate quest"})
 
     def __init__(self, url: str, schema: str, create: bool = True) -> None:
         super().__init__(url, schema)
-        if url.startswith("sc://"):
-            raise UnsupportedOperationError(
-                f"Spark Connect ({url}) is not yet supported by setanon: use an embedded "
-                "session, spark://local[N]?warehouse=DIR")
-        self.master, self.warehouse = parse_spark_url(url)
+        self._txn: dict[str, Any] | None = None
+        self._spark = self._open(create)
+        self._recover()
+
+    def _open(self, create: bool) -> Any:
+        """The Spark session this backend talks to, checked to answer (a hook: Connect differs)."""
+        self.master, self.warehouse = parse_spark_url(self.url)
         if not create and not (self.warehouse / "metastore_db").is_dir():
             raise NotFoundError(
                 f"the Spark warehouse {self.warehouse} does not exist: load a dataset first "
                 "('setanon load transactions FILE --name NAME'), or point --db or $SETANON_DB "
                 "at an existing warehouse")
-        self._spark = _start_session(self.master, self.warehouse)
-        self._txn: dict[str, Any] | None = None
+        session = _start_session(self.master, self.warehouse)
         try:
-            self._spark.sql("SHOW DATABASES").collect()
+            session.sql("SHOW DATABASES").collect()
         except Exception as error:
             if "Another instance of Derby" in str(error) or "XSDB6" in str(error):
                 raise DatabaseLockedError(
@@ -178,7 +179,7 @@ class SparkBackend(Backend):
                     "program", None) from None
             raise ConnectionFailedError(
                 f"cannot open the Spark warehouse {self.warehouse}: {one_line(error)}") from None
-        self._recover()
+        return session
 
     # ---- execution ---------------------------------------------------------------------------
     def execute(self, sql: str, params: Params = None, fetch: bool = False) -> Rows:
@@ -249,7 +250,7 @@ class SparkBackend(Backend):
             self._drop_or_keep(target)
             return
         if isinstance(tree, exp.Insert) and target is not None:
-            self._protect_files(target)
+            self._protect_insert(target)
         if isinstance(tree, exp.Alter) and target is not None:
             self._protect_copy(target)
         self._timed(self.render(tree), params, fetch=False)
@@ -358,7 +359,21 @@ class SparkBackend(Backend):
         self._save_journal()
 
     def _save_journal(self) -> None:
+        """Write the open transaction's journal where a later process finds it (a hook)."""
         self._journal().write_text(json.dumps(self._txn))
+
+    def _load_journal(self) -> dict[str, Any] | None:
+        """The journal a killed process left, if any (a hook)."""
+        journal = self._journal()
+        return json.loads(journal.read_text()) if journal.exists() else None
+
+    def _clear_journal(self) -> None:
+        """Remove the journal: the transaction is over (a hook)."""
+        self._journal().unlink(missing_ok=True)
+
+    def _protect_insert(self, table: exp.Table) -> None:
+        """Before an INSERT into a table that existed at BEGIN: keep what undoes it (a hook)."""
+        self._protect_files(table)
 
     def _kept(self, table: exp.Table) -> bool:
         """In a transaction, ``table`` existed at BEGIN and its BEGIN state is not yet kept."""
@@ -408,14 +423,14 @@ class SparkBackend(Backend):
         for name in self._txn["moved"] + self._txn["copied"]:
             self._drop(name + _BACKUP)
         self._txn = None
-        self._journal().unlink(missing_ok=True)
+        self._clear_journal()
 
     def _rollback(self) -> None:
         if self._txn is None:
             return
         self._undo(self._txn)
         self._txn = None
-        self._journal().unlink(missing_ok=True)
+        self._clear_journal()
 
     def _undo(self, txn: dict[str, Any]) -> None:
         """Back to BEGIN: drop new tables, put kept ones back, remove files INSERTs added."""
@@ -454,10 +469,10 @@ class SparkBackend(Backend):
                     self._drop(name)
                 else:
                     self._rename(self.table(name), self.table(original))
-        journal = self._journal()
-        if journal.exists():
-            self._undo(json.loads(journal.read_text()))
-            journal.unlink()
+        journal = self._load_journal()
+        if journal is not None:
+            self._undo(journal)
+            self._clear_journal()
 
     def _list_databases(self) -> set[str]:
         return {row[0] for row in self.execute("SHOW DATABASES", fetch=True)}
@@ -467,7 +482,8 @@ class SparkBackend(Backend):
             return []
         rows = self.execute(f"SHOW TABLES IN {identifier(schema).sql(dialect=DIALECT)}",
                             fetch=True)
-        return sorted(name for _db, name, temporary in rows if not temporary)
+        return sorted(name for _db, name, temporary in rows
+                      if not temporary and name != JOURNAL_TABLE)
 
     def table_names(self, prefix: str) -> list[str]:
         return [name for name in self._list_tables(self.schema)

@@ -51,20 +51,39 @@ def _if(generator: Any, expression: exp.If) -> str:
     return str(_SPARK_IF(generator, expression))
 
 
+def _values(series: exp.Expr) -> exp.Expr:
+    """The array of generate_series(a, b[, step]) as PostgreSQL means it.
+
+    Spark's ``SEQUENCE(a, b)`` counts down when a > b, where generate_series is empty: without
+    a step, the values are kept only within [a, b] (all of them when a <= b, none otherwise).
+    """
+    start, end, step = series.args["start"], series.args["end"], series.args.get("step")
+    sequence = exp.GenerateSeries(start=start.copy(), end=end.copy(), step=step)
+    if step is not None:
+        return sequence
+    value = exp.to_identifier("setanon_v")
+    inside = exp.Between(this=exp.column(value), low=start.copy(), high=end.copy())
+    return exp.func("filter", sequence, exp.Lambda(this=inside, expressions=[value]))
+
+
 def _series_table(node: exp.Expr) -> exp.Expr:
     """``FROM generate_series(a, b) AS g(i)`` (not LATERAL): sqlglot writes an invalid
     ``EXPLODE(SEQUENCE(a, b), _u(g))``; a subquery ``(SELECT EXPLODE(SEQUENCE(a, b)) AS i) AS g``
-    has the same rows."""
-    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.ExplodingGenerateSeries):
+    has the same rows. A series built as an expression (``exp.func("generate_series", ...)``,
+    the generators' way) is a plain GenerateSeries where parsing gives the exploding one: in
+    FROM and in LATERAL it is the table of its values all the same. Either way the values are
+    those of PostgreSQL (:func:`_values`)."""
+    series_types = (exp.GenerateSeries, exp.ExplodingGenerateSeries)
+    if isinstance(node, exp.Lateral) and type(node.this) in series_types:
+        node = node.copy()
+        node.set("this", exp.Explode(this=_values(node.this)))
         return node
-    series = node.this
+    if not isinstance(node, exp.Table) or type(node.this) not in series_types:
+        return node
     alias = node.args.get("alias")
     columns = alias.columns if alias is not None else []
     name = columns[0].name if columns else "generate_series"
-    sequence = exp.GenerateSeries(start=series.args["start"].copy(),
-                                  end=series.args["end"].copy(),
-                                  step=series.args.get("step"))
-    rows = exp.select(exp.alias_(exp.Explode(this=sequence), name)).subquery(
+    rows = exp.select(exp.alias_(exp.Explode(this=_values(node.this)), name)).subquery(
         alias.name if alias is not None else "g")
     return rows
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.kanon import MODEL
@@ -17,6 +19,7 @@ COLUMNS = ["claim_id", "birth_year", "sex", "month", "beds", "claim_type", "star
            "diagnoses", "drugs"]
 
 
+@pytest.mark.on_spark
 def test_claims_shape_and_same_data_on_every_backend(db: Backend, tmp_path: Path) -> None:
     dataset = generate_claims(db, "claims", 300, seed=3)
     out = api.export_dataset(db, dataset, tmp_path / "c.tsv", fmt="tsv")

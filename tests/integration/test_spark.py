@@ -1,5 +1,6 @@
 """What the Spark backend emulates: transactions by compensation, UPDATE/DELETE by rewriting,
-the refusal of in-place work, and separate processes sharing one warehouse."""
+the refusal of in-place work, and separate processes sharing one warehouse; each on the embedded
+session and over Spark Connect (a server per test session)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,11 @@ from setanon_sql.cli import main
 from setanon_sql.errors import InputError, UnsupportedOperationError
 from setanon_sql.models import require_model
 from setanon_sql.sqlrender import with_alias
-from tests.conftest import DbUrl, write
+from tests.conftest import SPARK, SPARK_CONNECT, DbUrl, write
 from tests.oracle import km_oracle
 
-spark_only = pytest.mark.parametrize("backend_name", [pytest.param("spark",
-                                                                   marks=pytest.mark.spark)],
-                                     indirect=True)
+spark_only = pytest.mark.parametrize("backend_name", [SPARK, SPARK_CONNECT], indirect=True)
+connect_only = pytest.mark.parametrize("backend_name", [SPARK_CONNECT], indirect=True)
 
 
 def _rows(db: Backend, table: exp.Table) -> list[tuple]:
@@ -141,15 +141,70 @@ def test_every_command_of_a_km_run_works_on_spark(db_url: DbUrl, tmp_path: Path)
     assert "b" not in setanon("datasets")
 
 
-@spark_only
-def test_commands_not_yet_on_spark_are_refused_up_front(db: Backend) -> None:
-    with pytest.raises(UnsupportedOperationError,
-                       match="'setanon attach' is not yet available on the spark backend"):
-        api.attach(db, "x", "u.t", "r", "i")
-    with pytest.raises(UnsupportedOperationError,
-                       match="'setanon generate claims' is not yet available on the spark"):
-        db.require_command("generate claims")
-    with pytest.raises(UnsupportedOperationError,
-                       match="'setanon generate quest' is not yet available on the spark"):
-        db.require_command("generate quest")
-    assert db.table_names("d1") == []
+@connect_only
+def test_a_killed_clients_transaction_is_undone_by_the_next_writer_not_a_reader(
+        db: Backend) -> None:
+    """Over Connect, several clients may read: only a writer repairs what a dead one left."""
+    from setanon_sql.backends import connect
+
+    tables = db.table_names("")
+    scratch = db.table("scratch")
+    abandoned = db.transaction()
+    abandoned.__enter__()  # a client killed inside a transaction: its journal stays
+    db.materialize(scratch, exp.select(exp.Literal.number(1).as_("x")))
+    reader = connect(db.url, db.schema)
+    assert reader.table_names("scratch") == ["scratch"]  # reading repairs nothing
+    writer = connect(db.url, db.schema)
+    writer.materialize(writer.table("other"), exp.select(exp.Literal.number(2).as_("y")))
+    assert writer.table_names("") == sorted([*tables, "other"])
+
+
+@connect_only
+def test_a_live_writer_is_not_undone_and_a_killed_one_is(db: Backend) -> None:
+    """A writer that still runs keeps its transaction (a second writer is refused, naming it);
+    once it is killed, the next writer rolls its transaction back."""
+    from setanon_sql.backends import connect
+    from setanon_sql.errors import DatabaseLockedError
+
+    db.materialize(db.table("kept"), exp.select(exp.Literal.number(1).as_("x")))
+    script = (
+        "import sys, time\n"
+        "from sqlglot import exp\n"
+        "from setanon_sql.backends import connect\n"
+        "b = connect(sys.argv[1], sys.argv[2])\n"
+        "t = b.transaction(); t.__enter__()\n"
+        "b.materialize(b.table('scratch'), exp.select(exp.Literal.number(1).as_('x')))\n"
+        "b.drop_table(b.table('kept'))\n"
+        "print('ready', flush=True); time.sleep(600)\n")
+    writer = subprocess.Popen([sys.executable, "-c", script, db.url, db.schema],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        second = connect(db.url, db.schema)
+        with pytest.raises(DatabaseLockedError,
+                           match=f"is being written by process {writer.pid} on this host"):
+            second.materialize(second.table("other"), exp.select(exp.Literal.number(2)))
+    finally:
+        writer.kill()
+        writer.wait()
+    third = connect(db.url, db.schema)
+    third.materialize(third.table("other"), exp.select(exp.Literal.number(2).as_("y")))
+    names = third.table_names("")
+    assert "scratch" not in names and "kept" in names and "other" in names
+
+
+@connect_only
+def test_separate_client_processes_share_the_clusters_catalog(db_url: DbUrl,
+                                                             tmp_path: Path) -> None:
+    env = {**os.environ, "SETANON_DB": db_url.url}
+    data = write(tmp_path / "d.dat", "1 2\n2 3\n1 3\n")
+
+    def setanon(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "setanon_sql", *args, "--schema",
+                               db_url.schema], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    setanon("load", "transactions", str(data), "--name", "d")
+    assert " d " in setanon("datasets")

@@ -7,7 +7,7 @@ import pytest
 from setanon_sql import sqlrender
 from setanon_sql.backends import connect
 from setanon_sql.backends.spark_dialect import DIALECT
-from setanon_sql.errors import UnsupportedOperationError, UsageError
+from setanon_sql.errors import ConnectionFailedError, UsageError
 
 
 def render(sql: str) -> str:
@@ -25,10 +25,17 @@ def test_spark_url_needs_a_warehouse_and_a_local_master() -> None:
         connect("spark://local[2]?warehuse=/tmp/w")
 
 
-def test_spark_connect_is_refused_as_not_yet() -> None:
-    with pytest.raises(UnsupportedOperationError,
-                       match=r"Spark Connect \(sc://host:15002\) is not yet supported"):
-        connect("sc://host:15002")
+def test_spark_connect_url_errors_are_clear_and_hide_the_token() -> None:
+    from setanon_sql.backends.spark_connect import shown_connect_url
+
+    with pytest.raises(UsageError, match=r"Spark Connect URL 'sc://' cannot be parsed: write "
+                                         r"sc://HOST:PORT"):
+        connect("sc://")
+    with pytest.raises(ConnectionFailedError,
+                       match=r"cannot reach the Spark Connect server "
+                             r"sc://127.0.0.1:1/;token=\*\*\* .*: start it"):
+        connect("sc://127.0.0.1:1/;token=secret")
+    assert shown_connect_url("sc://h:1/;use_ssl=true;token=s") == "sc://h:1/;use_ssl=true;token=***"
 
 
 def test_array_index_of_unknown_type_counts_from_one() -> None:
@@ -59,8 +66,22 @@ def test_order_by_aggregate_of_grouped_query_uses_its_position() -> None:
 def test_generate_series_in_from_is_a_subquery_and_lateral_stays() -> None:
     assert render("SELECT g.pid FROM x CROSS JOIN generate_series(1, :n) AS g(pid) "
                   "CROSS JOIN LATERAL generate_series(1, x.a) AS h(i)") == (
-        "SELECT g.pid FROM x CROSS JOIN (SELECT EXPLODE(SEQUENCE(1, :n)) AS pid) AS g "
-        "CROSS JOIN LATERAL EXPLODE(SEQUENCE(1, x.a)) AS h(i)")
+        "SELECT g.pid FROM x CROSS JOIN (SELECT EXPLODE(FILTER(SEQUENCE(1, :n), setanon_v -> "
+        "setanon_v BETWEEN 1 AND :n)) AS pid) AS g CROSS JOIN LATERAL EXPLODE(FILTER("
+        "SEQUENCE(1, x.a), setanon_v -> setanon_v BETWEEN 1 AND x.a)) AS h(i)")
+
+
+def test_a_series_built_as_an_expression_is_a_table_too() -> None:
+    # Spark's SEQUENCE(1, 0) is [1, 0]; generate_series(1, 0) is empty: the filter keeps [a, b].
+    from sqlglot import exp
+
+    series = exp.func("generate_series", exp.Literal.number(1), exp.column("n", table="x"))
+    lateral = exp.Lateral(this=series, view=False, alias=exp.TableAlias(
+        this=exp.to_identifier("s"), columns=[exp.to_identifier("j")]))
+    query = exp.select("s.j").from_("x").join(lateral, join_type="cross")
+    assert sqlrender.to_sql(query, DIALECT) == (
+        "SELECT s.j FROM x CROSS JOIN LATERAL EXPLODE(FILTER(SEQUENCE(1, x.n), setanon_v -> "
+        "setanon_v BETWEEN 1 AND x.n)) AS s(j)")
 
 
 def test_byte_order_collation_is_spark_default() -> None:
