@@ -613,6 +613,9 @@ class SparkBackend(Backend):
                     (frame.write.mode("overwrite").option("sep", delimiter)
                      .option("quote", '"').option("escape", '"').option("header", "false")
                      .option("nullValue", "").option("emptyValue", '""')
+                     # the CSV writer trims both ends of every value by default
+                     .option("ignoreLeadingWhiteSpace", "false")
+                     .option("ignoreTrailingWhiteSpace", "false")
                      .csv(str(scratch / "out")))
                 else:
                     line = F.concat_ws(delimiter, *(F.coalesce(F.col(f"`{c}`").cast("string"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
@@ -42,6 +43,16 @@ def test_csv_with_quotes_and_custom_separator(db: Backend, tmp_path: Path) -> No
     dataset = api.load_table(db, source, "x", "pid", ["items"], item_separator=";")
     out = api.export_dataset(db, dataset, tmp_path / "out.csv", fmt="csv")
     assert out.read_text() == text
+
+
+@pytest.mark.on_spark
+def test_csv_export_keeps_leading_and_trailing_spaces(db: Backend, tmp_path: Path) -> None:
+    # Spark's CSV writer trims both ends of every value unless told not to.
+    source = write(tmp_path / "s.csv", 'pid,city,items\n1," Kyoto ",a\n2,"Oslo  ",b\n')
+    dataset = api.load_table(db, source, "s", "pid", ["items"])
+    out = api.export_dataset(db, dataset, tmp_path / "out.csv", fmt="csv")
+    rows = list(csv.reader(out.read_text().splitlines()))
+    assert [row[1] for row in rows[1:]] == [" Kyoto ", "Oslo  "]
 
 
 def test_qi_and_ignore_choose_roles(db: Backend, tmp_path: Path) -> None:
