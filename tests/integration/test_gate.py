@@ -162,9 +162,15 @@ def test_cli_export_refuses_a_failed_run_and_names_what_it_wrote(db_url: DbUrl,
     code, out = setanon("anonymize", "b", "--model", "rho", "--rho", "0.5", "--sensitive",
                         sensitive, "--seed", "1", *url)
     assert code == 0 and "run 1 verification passed" in out
+    # A missing file is refused before any run is recorded; labels that are not items of the
+    # data are found by the run, which then fails (run 2).
     code, out = setanon("anonymize", "b", "--model", "rho", "--rho", "0.5", "--sensitive",
                         str(tmp_path / "missing.txt"), *url)
-    assert code == 2
+    assert code == 2 and "missing.txt" in out
+    unknown = str(write(tmp_path / "unknown.txt", "zzz\n"))
+    code, out = setanon("anonymize", "b", "--model", "rho", "--rho", "0.5", "--sensitive",
+                        unknown, *url)
+    assert code == 2 and "no sensitive item that occurs in the data" in out
     target = tmp_path / "out.dat"
     code, out = setanon("export", "b", "--run", "latest", "-o", str(target), *url)
     assert code == 1 and "run 2 of 'b' is failed" in out and not target.exists()
