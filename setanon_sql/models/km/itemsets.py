@@ -160,9 +160,9 @@ def chain_counts(held: exp.Table) -> exp.Select:
             .from_(held.copy()).group_by(exp.column("vid", quoted=True)))
 
 
-
-def _binomial(n: exp.Expr, ell: int) -> exp.Expr:
-    """C(n, ℓ) as a float, 0 for 0 <= n < ℓ: the product of (n - i) / (i + 1) for i < ℓ."""
+def binomial(n: exp.Expr, ell: int) -> exp.Expr:
+    """C(n, ℓ) as a float: the product of (n - i) / (i + 1) for i < ℓ (0 for integer
+    0 <= n < ℓ, where one factor is 0)."""
     value: exp.Expr = exp.Literal.number(1.0)
     for i in range(ell):
         factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
@@ -187,14 +187,14 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
         total: exp.Expr = counts[0].copy()
         for c in counts[1:]:
             total = exp.Add(this=total, expression=c.copy())
-        return _binomial(total, ell)
+        return binomial(total, ell)
     value: exp.Expr | None = None
     for mask in range(1, 1 << size):
         chosen = [counts[i].copy() for i in range(size) if mask >> i & 1]
         covered: exp.Expr = chosen[0]
         for c in chosen[1:]:
             covered = exp.Add(this=covered, expression=c)
-        term = _binomial(covered, ell)
+        term = binomial(covered, ell)
         if (size - len(chosen)) % 2:
             value = exp.Sub(this=value, expression=term) if value is not None else exp.Neg(
                 this=term)

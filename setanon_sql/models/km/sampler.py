@@ -24,6 +24,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import WorkTooLargeError
 from setanon_sql.models.km.groupsupport import itemset_support
+from setanon_sql.models.km.itemsets import binomial
 from setanon_sql.sqlrender import parsed
 
 _MAX_PROPOSALS = 2_000_000
@@ -80,17 +81,6 @@ def hex_fraction(backend: Backend, digest: exp.Expr) -> exp.Expr:
     """The first 8 hex digits of ``digest`` as a number in [0, 1) (backend hook for the digits)."""
     return exp.Div(this=exp.cast(backend.hex_prefix_value(digest), "DOUBLE PRECISION"),
                    expression=exp.Literal.number(float(2 ** 32)))
-
-
-def binomial(n: exp.Expr, ell: int) -> exp.Expr:
-    """C(n, ℓ) as a float: the product of (n - i) / (i + 1) for i < ℓ."""
-    value: exp.Expr = exp.Literal.number(1.0)
-    for i in range(ell):
-        factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
-                                       "DOUBLE PRECISION"),
-                         expression=exp.Literal.number(float(i + 1)))
-        value = exp.Mul(this=value, expression=factor)
-    return exp.paren(value)
 
 
 def statement(name: str, ell: int, backend: Backend) -> exp.Expr:
