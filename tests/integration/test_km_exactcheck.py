@@ -22,6 +22,7 @@ from setanon_sql.models.km.itemsets import (
     image_violations,
 )
 from setanon_sql.models.km.samplesize import gamma_bound
+from setanon_sql.models.km.verify import run_tables
 from tests.integration.test_km import random_case, run_km
 from tests.oracle import km_oracle
 
@@ -122,12 +123,7 @@ def test_verify_bounds_the_share_from_above_by_enumeration(db: Backend, tmp_path
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
     share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
                                       km_oracle.read_mapping(mapping_file), 3, 2)
-    attribute = dataset.set_attributes[0]
-    view = published(db, dataset, run)
-    tables = {"items": db.table(dataset.items_table(attribute)),
-              "map": view.maps[attribute.attr_no], "pdict": view.dicts[attribute.attr_no],
-              "published": view.items[attribute.attr_no],
-              "dict": db.table(dataset.dict_table(attribute))}
+    tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
     bound = enumerated_share(db, tables, 2, 3, 10**6)
     assert bound is not None and bound.images > 0
     assert share > 0.05

@@ -15,6 +15,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
 from setanon_sql.models.km.risk import estimate_unicity
 from setanon_sql.models.km.sampler import Sampler
+from setanon_sql.models.km.verify import run_tables
 from tests.integration.test_km import random_case, run_km
 from tests.oracle import km_oracle
 
@@ -97,12 +98,7 @@ def test_verification_in_parts_matches_the_exact_share(db: Backend, tmp_path: Pa
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
     share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
                                       km_oracle.read_mapping(mapping_file), k, 2)
-    attribute = dataset.set_attributes[0]
-    view = published(db, dataset, run)
-    tables = {"items": db.table(dataset.items_table(attribute)),
-              "map": view.maps[attribute.attr_no], "pdict": view.dicts[attribute.attr_no],
-              "published": view.items[attribute.attr_no],
-              "dict": db.table(dataset.dict_table(attribute))}
+    tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
     monkeypatch.setattr(risk, "VERIFY_PART", 700)
     bad, drawn = risk.sampled_violations(db, dataset, tables, tables["items"], 2, k, 3000, 7)
     assert drawn == 3000

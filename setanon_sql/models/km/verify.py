@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlglot import exp
+
 from setanon_sql.backends.base import Backend
-from setanon_sql.catalog import Dataset, Run
+from setanon_sql.catalog import Attribute, Dataset, Run
 from setanon_sql.errors import UsageError
-from setanon_sql.io.published import published
+from setanon_sql.io.published import Published, published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.km.exactcheck import (
     MAX_EXACT_ROWS,
@@ -39,6 +41,17 @@ from setanon_sql.stats.binomial import decide
 VERIFY_DELTA = 0.01  # a sampled size's verdict holds with confidence 0.99
 
 
+def run_tables(backend: Backend, dataset: Dataset, attribute: Attribute,
+               view: Published) -> dict[str, exp.Table]:
+    """The tables a km check reads: the original items and dictionary, and what the run
+    published (items, mapping, dictionary) for ``attribute``."""
+    attr_no = attribute.attr_no
+    return {"items": backend.table(dataset.items_table(attribute)),
+            "map": view.maps[attr_no], "pdict": view.dicts[attr_no],
+            "published": view.items[attr_no],
+            "dict": backend.table(dataset.dict_table(attribute))}
+
+
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     """Check every size the way the run enforced it; see the module docstring."""
     params = parse_params(run.params)
@@ -50,10 +63,7 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
                          "it is not a finished km run")
     details: dict[str, Any] = {}
     failed, undecided = False, False
-    original = {"items": backend.table(dataset.items_table(attribute)),
-                "map": view.maps[attr_no], "pdict": view.dicts[attr_no],
-                "published": view.items[attr_no], "dict": backend.table(
-                    dataset.dict_table(attribute))}
+    original = run_tables(backend, dataset, attribute, view)
     sampled = []
     for ell in range(1, params.m + 1):
         k = params.k[ell - 1]
