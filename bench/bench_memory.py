@@ -2,8 +2,10 @@
 
 Issue 9 asks that the Python process's peak memory stay flat from 1M to 10M records: the data
 must stay in the DBMS. For each size this script generates customers(customer, birth, sex) and
-purchases(id, customer, product, qty) inside the DBMS (SQL only, nothing passes through Python),
-attaches them, and runs one `anonymize --in-place` in a child process. It reports:
+purchases(id, customer, product) inside the DBMS from the realistic claims generator (issue 22:
+birth years skewed young, drug sets of 1-10 of 1,500 skewed, correlated items; SQL only, nothing
+passes through Python), prints their shape, attaches them, and runs one `anonymize --in-place`
+in a child process. It reports:
 
 * peak RSS of the child (VmHWM, polled by the parent, and the child's own ru_maxrss at the end).
   On PostgreSQL the engine is another process, so this is the controller's memory. DuckDB runs
@@ -39,15 +41,16 @@ from pathlib import Path
 from typing import Any
 
 import click
-import sqlglot
 from sqlglot import exp
 
 from setanon_sql import api
+from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.kanon.generate import generate_claims
+from setanon_sql.names import qi_column
 from setanon_sql.sqlrender import qualified_table
-from setanon_sql.synth.mixing import mix
+from setanon_sql.synth.shape import format_shape, shape
 
-ITEMS = 50
 USER_SCHEMA = "bench_mem_user"
 MODEL_ARGS = {
     "kanon": ["--k", "5", "--suppress-budget", "0.01"],
@@ -56,64 +59,42 @@ MODEL_ARGS = {
     "prho": ["--rho", "0.5", "--setting", "fixed", "--sensitive-fraction", "0.1", "--m", "2"],
     "swap": ["--random-categories", "5", "--method", "random", "--no-metrics"],
 }
-# h(c, salt): an integer in [0, 2^31) from the non-linear mixing hash of the generators
-# (setanon_sql/synth/mixing.py, issue 22), so columns are independent and the same data comes
-# out of DuckDB and PostgreSQL (no engine hash function).
-HASH = "mod({mixed}, 2147483648)"
+# The claims generator's (issue 22) drug sets: 1,500 items, 1-10 per record (mean 3.7),
+# Zipf-like within condition profiles that correlate them; birth year skewed young and sex.
+DRUGS_ATTR, BIRTH_ATTR, SEX_ATTR = 9, 2, 3
 
 
-def _hash(salt: int) -> str:
-    return HASH.format(mixed=mix(exp.column("c", table="s"), 1, salt).sql("postgres"))
-
-
-CUSTOMERS = (
-    "SELECT s.c AS customer, CAST(1940 + mod({h3}, 60) AS TEXT) AS birth, "
-    "CASE WHEN mod({h4}, 2) = 0 THEN 'F' ELSE 'M' END AS sex, "
-    "CAST(1 + mod({h1}, 5) AS INTEGER) AS n_items, "
-    "CAST(floor(50 * power(CAST({h2} AS DOUBLE PRECISION) / 2147483648.0, 2)) AS BIGINT) AS base, "
-    "CAST(1 + mod({h5}, 7) AS BIGINT) AS step "
-    "FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS s(c)"
-).format(**{f"h{i}": _hash(i) for i in range(1, 6)})
-# 1-5 distinct products per customer (steps 1-7 never wrap past 50 in 5 steps), skewed to p0.
-PURCHASES = (
-    "SELECT c.customer * 5 + j.j AS id, c.customer, "
-    f"'p' || CAST(mod(c.base + j.j * c.step, {ITEMS}) AS TEXT) AS product, "
-    "CAST(1 + mod(c.customer + j.j, 9) AS INTEGER) AS qty "
-    "FROM draws AS c JOIN generate_series(0, 4) AS j(j) ON j.j < c.n_items"
-)
-
-
-def _sql(text: str, **tables: exp.Table) -> exp.Expression:
-    """Canonical PostgreSQL text as a tree, with the logical table names bound."""
-    tree = sqlglot.parse_one(text, read="postgres")
-    for table in tree.find_all(exp.Table):
-        if table.name in tables:
-            table.replace(tables[table.name].copy().as_(table.alias or table.name))
-    return tree
-
-
-def generate(db: api.Backend, records: int) -> int:
-    """Create the user's tables in USER_SCHEMA inside the DBMS; returns the item rows."""
+def generate(db: Backend, records: int) -> int:
+    """Create the user's tables customers(customer, birth, sex) and purchases(id, customer,
+    product) in USER_SCHEMA from the realistic claims generator, inside the DBMS (nothing
+    passes through Python); returns the item rows."""
     db.execute(f'DROP SCHEMA IF EXISTS "{USER_SCHEMA}" CASCADE')
     db.execute(f'CREATE SCHEMA "{USER_SCHEMA}"')
-    draws = qualified_table(USER_SCHEMA, "draws")
+    source = generate_claims(db, "mem_source", records, seed=1, replace=True)
+    drugs = next(a for a in source.set_attributes if a.attr_no == DRUGS_ATTR)
+    claims, items = db.table(source.records_table, "r"), db.table(source.items_table(drugs), "i")
     customers = qualified_table(USER_SCHEMA, "customers")
     purchases = qualified_table(USER_SCHEMA, "purchases")
-    db.run(exp.Create(this=draws, kind="TABLE", expression=_sql(CUSTOMERS)), {"n": records})
-    db.run(exp.Create(this=purchases, kind="TABLE",
-                      expression=_sql(PURCHASES, draws=draws)))
     db.run(exp.Create(this=customers, kind="TABLE", expression=exp.select(
-        "customer", "birth", "sex").from_(draws.copy())))
-    db.drop_table(draws)
+        exp.column("record_id", table="r").as_("customer"),
+        exp.cast(exp.column(qi_column(BIRTH_ATTR), table="r"), "TEXT").as_("birth"),
+        exp.column(qi_column(SEX_ATTR), table="r").as_("sex")).from_(claims)))
+    db.run(exp.Create(this=purchases, kind="TABLE", expression=exp.select(
+        # unique: a record holds each drug id (<= 1,500) at most once
+        (exp.column("record_id", table="i") * 2048 + exp.column("item_id", table="i")).as_("id"),
+        exp.column("record_id", table="i").as_("customer"),
+        exp.cast(exp.column("item_id", table="i"), "TEXT").as_("product")).from_(items)))
+    api.drop_dataset(db, source, force=True)
     # A user's table in use has planner statistics (autovacuum gathers them); fresh ones do not.
     db.analyze(customers)
     db.analyze(purchases)
     return int(db.scalar(exp.select(exp.func("count", exp.Star())).from_(purchases)))
 
 
-def hierarchy(path: Path) -> Path:
-    """A 3-level hierarchy over the products (km)."""
-    path.write_text("".join(f"p{i};g{i // 5};h{i // 25};*\n" for i in range(ITEMS)))
+def hierarchy(path: Path, products: list[str]) -> Path:
+    """A 3-level hierarchy over the products (km): groups of 10 consecutive drug ids, then of
+    100 (the generator's condition profiles draw from id ranges, so these groups are related)."""
+    path.write_text("".join(f"{p};g{int(p) // 10};h{int(p) // 100};*\n" for p in products))
     return path
 
 
@@ -182,8 +163,15 @@ def fresh_database(url: str, schema: str) -> None:
         db.execute(f'DROP SCHEMA IF EXISTS "{USER_SCHEMA}" CASCADE')
 
 
-def prepare(url: str, schema: str, model: str, records: int, workdir: Path) -> tuple[int, float]:
-    """Generate and attach one size; returns (item rows, seconds)."""
+def _shape(db: Backend) -> str:
+    """The attached data's shape (distinct rows, birth x sex combinations, item skew, set
+    sizes), printed beside the figures."""
+    return format_shape(shape(db, api.get_dataset(db, "mem")))
+
+
+def prepare(url: str, schema: str, model: str, records: int,
+            workdir: Path) -> tuple[int, float, str]:
+    """Generate and attach one size; returns (item rows, seconds, shape)."""
     started = time.perf_counter()
     fresh_database(url, schema)
     with api.open_database(url, schema) as db:
@@ -191,27 +179,34 @@ def prepare(url: str, schema: str, model: str, records: int, workdir: Path) -> t
         dataset = api.attach(db, "mem", f"{USER_SCHEMA}.purchases", "customer", "product",
                              records_table=f"{USER_SCHEMA}.customers")
         if model == "km":
-            api.load_hierarchy(db, hierarchy(workdir / "h.txt"), dataset)
-    return item_rows, time.perf_counter() - started
+            products = [str(p) for (p,) in db.query(exp.select("product").distinct().from_(
+                qualified_table(USER_SCHEMA, "purchases")))]
+            api.load_hierarchy(db, hierarchy(workdir / "h.txt", products), dataset)
+        seconds = time.perf_counter() - started
+        return item_rows, seconds, _shape(db)
 
 
-def prepared(url: str, schema: str, records: int) -> int:
-    """With --stage run: the item rows of what --stage prepare left, checked against the size."""
+def prepared(url: str, schema: str, records: int) -> tuple[int, str]:
+    """With --stage run: the item rows and shape of what --stage prepare left, checked against
+    the size."""
     with api.open_database(url, schema) as db:
         attached = api.get_dataset(db, "mem").n_records
         if attached != records:
             raise SystemExit(f"--stage run: {attached:,} records are attached, not {records:,}; "
                              "run --stage prepare with this size first")
         purchases = qualified_table(USER_SCHEMA, "purchases")
-        return int(db.scalar(exp.select(exp.func("count", exp.Star())).from_(purchases)))
+        return (int(db.scalar(exp.select(exp.func("count", exp.Star())).from_(purchases))),
+                _shape(db))
 
 
 def measure(args: argparse.Namespace, records: int, workdir: Path) -> dict[str, Any]:
     """One size: prepare, then run the child under a time limit while polling its VmHWM."""
     if args.stage == "run":
-        item_rows, prepare_seconds = prepared(args.db, args.schema, records), 0.0
+        (item_rows, data_shape), prepare_seconds = prepared(args.db, args.schema, records), 0.0
     else:
-        item_rows, prepare_seconds = prepare(args.db, args.schema, args.model, records, workdir)
+        item_rows, prepare_seconds, data_shape = prepare(args.db, args.schema, args.model,
+                                                         records, workdir)
+    print("# " + data_shape.replace("\n", "\n# "), flush=True)
     if args.stage == "prepare":
         return {"stage": "prepare", "records": records, "item_rows": item_rows,
                 "prepare_s": round(prepare_seconds, 1)}
