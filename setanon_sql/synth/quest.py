@@ -44,6 +44,7 @@ from setanon_sql.names import staging_table
 from setanon_sql.synth.mixing import below, uniform
 from setanon_sql.synth.store import (
     check_generator_args,
+    record_slices,
     series_table,
     start_generated_dataset,
     store_items,
@@ -246,8 +247,11 @@ def _transactions_query(params: QuestParams, seed: int) -> exp.Select:
 
 
 def _items_query(params: QuestParams, seed: int, transactions: exp.Table, patterns: exp.Table,
-                 pattern_buckets: exp.Table, pattern_items: exp.Table) -> exp.Select:
-    """record_id, item_id of every transaction (see the module docstring, step 2)."""
+                 pattern_buckets: exp.Table, pattern_items: exp.Table,
+                 first: int = 1, last: int | None = None) -> exp.Select:
+    """record_id, item_id of transactions ``first`` to ``last`` (default: every transaction;
+    see the module docstring, step 2). A transaction's draws depend on its id only, so any
+    slicing gives the same rows."""
     d = exp.column("d", table="s")
     draws = exp.cast(exp.func("ceil", exp.Div(
         this=exp.cast(exp.column("length", table="t"), DOUBLE),
@@ -264,6 +268,9 @@ def _items_query(params: QuestParams, seed: int, transactions: exp.Table, patter
                         uniform(key, seed, SALT_START).as_("u_start"))
              .from_(exp.alias_(transactions.copy(), "t", table=True))
              .join(per_record, join_type="cross"))
+    if (first, last) != (1, None) and (first, last) != (1, params.records):
+        picks = picks.where(exp.Between(this=ti.copy(), low=_num(first),
+                                        high=_num(last if last is not None else params.records)))
     pattern_col = exp.column("pattern", table="pb")
     u_drop, u_start = (exp.column(c, table="k") for c in ("u_drop", "u_start"))
     size, corruption = exp.column("size", table="pt"), exp.column("corruption", table="pt")
@@ -319,9 +326,10 @@ def generate_quest(backend: Backend, name: str, params: QuestParams, seed: int =
         backend.materialize(scratch["buckets"], _buckets_query(params, scratch["patterns"]))
         backend.materialize(scratch["pattern_items"],
                             _pattern_items_query(params, seed, scratch["patterns"]))
-        n_distinct = store_items(backend, dataset_id, 1, _items_query(
+        n_distinct = store_items(backend, dataset_id, 1, (_items_query(
             params, seed, scratch["transactions"], scratch["patterns"], scratch["buckets"],
-            scratch["pattern_items"]))
+            scratch["pattern_items"], first, last)
+            for first, last in record_slices(params.records)))
         for table in scratch.values():
             backend.drop_table(table)
         options = {"generator": "quest", "seed": seed, "quest": params.name(),

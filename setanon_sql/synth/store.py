@@ -8,6 +8,8 @@ the loaders do and the models find it through the normal catalog.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
@@ -17,15 +19,20 @@ from setanon_sql.io.replace import drop_existing
 from setanon_sql.names import dict_table, items_table, records_table
 
 BIGINT = exp.DataType.build("BIGINT")
+# Records whose items one statement draws. A generator's items query de-duplicates and sorts
+# its rows; DuckDB could not spill that for 10M claims (130M draws) under a 1 GB memory_limit,
+# nor for 100M under 12 GB, so larger datasets are drawn in slices of this many records.
+CHUNK_RECORDS = 2_000_000
 
 
 def _num(value: int | float) -> exp.Expr:
     return exp.Literal.number(value)
 
 
-def series_table(n: int, alias: str, column: str) -> exp.Table:
-    """generate_series(1, n) as table ``alias`` with one BIGINT column ``column``."""
-    series = exp.func("generate_series", exp.cast(_num(1), BIGINT), exp.cast(_num(n), BIGINT))
+def series_table(n: int, alias: str, column: str, first: int = 1) -> exp.Table:
+    """generate_series(first, n) as table ``alias`` with one BIGINT column ``column``."""
+    series = exp.func("generate_series", exp.cast(_num(first), BIGINT),
+                      exp.cast(_num(n), BIGINT))
     return exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier(alias),
                                                        columns=[exp.to_identifier(column)]))
 
@@ -50,11 +57,26 @@ def start_generated_dataset(backend: Backend, name: str, replace: bool,
     return dataset_id, table
 
 
-def store_items(backend: Backend, dataset_id: int, attr_no: int, query: exp.Select) -> int:
-    """Materialize ``query`` (record_id, item_id) as the items of one set-valued attribute, its
-    indexes and its dictionary (labels are the item ids as text); returns the distinct items."""
+def record_slices(records: int) -> Iterator[tuple[int, int]]:
+    """(first, last) record ids of consecutive slices of at most CHUNK_RECORDS records."""
+    for first in range(1, records + 1, CHUNK_RECORDS):
+        yield first, min(records, first + CHUNK_RECORDS - 1)
+
+
+def store_items(backend: Backend, dataset_id: int, attr_no: int,
+                slices: Iterable[exp.Select]) -> int:
+    """Materialize the union of ``slices`` (queries of record_id, item_id over disjoint record
+    ranges, see :func:`record_slices`) as the items of one set-valued attribute, its indexes and
+    its dictionary (labels are the item ids as text); returns the distinct items."""
     items = backend.table(items_table(dataset_id, attr_no))
-    backend.materialize(items, query)
+    queries = iter(slices)
+    backend.materialize(items, next(queries))
+    appended = False
+    for query in queries:
+        backend.run(exp.Insert(this=items.copy(), expression=query))
+        appended = True
+    if appended:
+        backend.analyze(items)
     backend.create_access_index(items, ["item_id", "record_id"])
     backend.create_access_index(items, ["record_id", "item_id"])
     dictionary = backend.table(dict_table(dataset_id, attr_no))

@@ -16,7 +16,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.cli import main
 from setanon_sql.errors import UsageError
-from setanon_sql.synth import quest
+from setanon_sql.synth import quest, store
 from setanon_sql.synth.quest import QuestParams, generate_quest
 from setanon_sql.synth.shape import shape
 from tests.conftest import DbUrl
@@ -119,6 +119,20 @@ def test_same_data_on_every_backend(db: Backend, tmp_path: Path) -> None:
         changed = api.export_dataset(other, generate_quest(other, "q5", params, 5),
                                      tmp_path / "c.dat", fmt="fimi")
         assert changed.read_text() != out.read_text()
+
+
+@pytest.mark.on_spark
+def test_transactions_drawn_in_slices_are_the_same_data(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large datasets are drawn in record slices (store.CHUNK_RECORDS): slices of 64
+    transactions give the same rows as one statement."""
+    params = QuestParams(300, avg_length=6, avg_pattern=3, patterns=100, items=200)
+    whole = api.export_dataset(db, generate_quest(db, "q", params, 4), tmp_path / "a.dat",
+                               fmt="fimi")
+    monkeypatch.setattr(store, "CHUNK_RECORDS", 64)
+    sliced = api.export_dataset(db, generate_quest(db, "sliced", params, 4),
+                                tmp_path / "b.dat", fmt="fimi")
+    assert sliced.read_text() == whole.read_text()
 
 
 @pytest.mark.parametrize(("changes", "message"), [

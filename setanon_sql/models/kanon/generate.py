@@ -20,6 +20,7 @@ from setanon_sql.synth.mixing import below
 from setanon_sql.synth.store import (
     check_generator_args,
     distinct_count,
+    record_slices,
     series_table,
     start_generated_dataset,
     store_items,
@@ -70,8 +71,10 @@ def _records_query(n: int, seed: int) -> exp.Select:
 PROFILES, REGION = 60, 0.1
 
 
-def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
+def _items_query(first: int, last: int, seed: int, salt: int, universe: int, most: int,
                  skew: float, profiles: int | None) -> exp.Select:
+    """The items of records ``first`` to ``last`` (each record's draws depend on its id only,
+    so any slicing gives the same rows)."""
     i, j = exp.column("i", table="g"), exp.column("j", table="s")
     length = _num(1) + _below(i, seed, salt, most, 2.0)
     key = i * _num(KEY_STRIDE) + j
@@ -88,7 +91,7 @@ def _items_query(n: int, seed: int, salt: int, universe: int, most: int,
     lateral = exp.Lateral(this=per_record, view=False, alias=exp.TableAlias(
         this=exp.to_identifier("s"), columns=[exp.to_identifier("j")]))
     inner = (exp.select(i.as_("record_id"), item.as_("item_id"))
-             .from_(series_table(n, "g", "i"))
+             .from_(series_table(last, "g", "i", first))
              .join(lateral, join_type="cross"))
     return (exp.select("record_id", "item_id").distinct().from_(inner.subquery("x"))
             .order_by("item_id", "record_id"))
@@ -98,8 +101,9 @@ def generate_items(backend: Backend, dataset_id: int, attr_no: int, records: int
                    universe: int, most: int, skew: float, profiles: int | None = None) -> int:
     """Items and dictionary of one set-valued attribute (labels are the item ids as text);
     returns the number of distinct items."""
-    return store_items(backend, dataset_id, attr_no, _items_query(
-        records, seed, 100 * attr_no, universe, most, skew, profiles))
+    return store_items(backend, dataset_id, attr_no, (
+        _items_query(first, last, seed, 100 * attr_no, universe, most, skew, profiles)
+        for first, last in record_slices(records)))
 
 
 def generate_claims(backend: Backend, name: str, records: int, seed: int = 1,
