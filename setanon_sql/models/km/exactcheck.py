@@ -11,7 +11,7 @@ it shorter). A j-itemset G of <R, D> is R(x) for some x ∈ Ω^ℓ exactly when 
 G has at least ℓ original items under G's nodes (take one item under each node, the other
 ℓ - j among the rest). So the check counts, for j = ℓ, ℓ - 1, ..., 1, the j-itemsets of <R, D>
 with support in [1, k) one of whose holders has >= ℓ items under them
-(:func:`.itemsets.image_violation_count`): zero at every j certifies the size. (The exact
+(:func:`.itemsets.image_violations`): zero at every j certifies the size. (The exact
 search, :mod:`.exact`, counts ℓ-itemsets only, enough there because the smaller sizes were
 made exact first; here they may have been sampled and still hold a few itemsets below k,
 which matter at size ℓ only if they are images of ℓ-itemsets.)
@@ -21,9 +21,14 @@ without sampling: the ℓ-itemsets of D whose image is a violating G lie in G's 
 than k records), and a holder r with c_i items under G's i-th node holds
 Σ_{S ⊆ G} (-1)^{|G| - |S|} C(Σ_{i ∈ S} c_i, ℓ) ℓ-subsets whose image is exactly G
 (inclusion-exclusion; :func:`.itemsets.exact_cover_count`). Summed over violating images and
-holders this is an upper bound B on the violating itemsets of Ω^ℓ, and any record r of D gives
-|Ω^ℓ| >= C(|r|, ℓ) (its ℓ-subsets are distinct itemsets that occur). So the violating share
-h = (violating itemsets) / |Ω^ℓ| <= B / max_r C(|r|, ℓ), exactly, and the size is certified
+holders this is an upper bound B on the violating itemsets of Ω^ℓ. (Where :mod:`.enumsteer`
+steers by the same pass, an image smaller than ℓ counts Σ C(cover, ℓ) instead: larger still,
+one binomial per row.) |Ω^ℓ| is bounded from below by :func:`omega_floor`: counted exactly
+where that enumerates at most OMEGA_ROWS rows, else the larger of C(|r|, ℓ) for the longest
+record r (its ℓ-subsets are distinct itemsets that occur) and the Bonferroni bound
+Σ_r C(|r|, ℓ) - Σ_{r < r'} C(|r ∩ r'|, ℓ) over the OMEGA_RECORDS longest records (the union
+of their ℓ-subsets is part of Ω^ℓ). So the violating share
+h = (violating itemsets) / |Ω^ℓ| <= B / omega_floor, exactly, and the size is certified
 when that bound is <= ε, the ε of Theorem 1 for this σ ((1 - ε)(1 - δ) = σ, so ε < 1 - σ and
 Definition 1 holds with certainty). ε rather than 1 - σ: the sampled pool passes cuts whose
 share is below ε (it fails those above with probability >= 1 - δ), and the verifier's fresh

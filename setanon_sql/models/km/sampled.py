@@ -32,6 +32,10 @@ What is reused, and why that is allowed:
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
 
+With ``certify="auto"``, a size whose enumeration costs less than its first pool is steered
+and decided by enumeration alone (:mod:`.enumsteer`): no sample is drawn; the pools below take
+over from the cut it reached once a pass would cost more.
+
 A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
 part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
 samples still to draw, and no image violates k, the size is certified with certainty (exact
