@@ -192,7 +192,7 @@ class ExactCheck:
     tries: int = 0
     found_violations: int = 0  # tries that decided nothing (then sampling went on)
     bounded: int = 0  # certificates with violating images whose share is provably <= ε
-    rows: int = 0  # rows enumerated by all tries
+    rows: int = 0  # rows enumerated by all tries (an upper bound where .enumsteer counted)
     last: dict[str, float] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)  # omega_floor, once per size
     steered: list[dict[str, Any]] = field(default_factory=list)  # rounds of .enumsteer
