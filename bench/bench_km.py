@@ -369,6 +369,9 @@ def main() -> None:
     parser.add_argument("--certify", choices=("auto", "samples"), default="auto",
                         help="--certify of the sampled variant (auto: a size is certified by "
                              "enumeration where that is cheaper)")
+    parser.add_argument("--memory-limit", default=None,
+                        help="DuckDB memory_limit of the benchmark database (e.g. 2GB), for runs "
+                             "beside other work on a shared machine")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per km call site (search, then verify) to stderr")
@@ -385,7 +388,10 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         urls = _urls(args.backends.split(","), args.pg_url, stack)
         for name, (backend, url) in itertools.product(args.datasets.split(","), urls.items()):
-            url = url or f"duckdb:///{args.workdir / 'km.duckdb'}"
+            if not url:
+                url = f"duckdb:///{args.workdir / 'km.duckdb'}"
+                if args.memory_limit:
+                    url += f"?memory_limit={args.memory_limit}"
             graph: dict[str, str] = {}
             hierarchy: Path | None
             if name == "cdr":

@@ -5,7 +5,9 @@ Global recoding along a cut of an item hierarchy, or by connected regions of an 
 are enforced exactly (the apriori-based anonymization, :mod:`.exact`), the others by uniform
 samples (:mod:`.sampled`); a sampled size is certified by enumerating the generalizations of its
 itemsets instead of γ samples where that is cheaper (``--certify auto``, :mod:`.exactcheck`:
-no weaker, the violating share is then computed, not estimated). The controller keeps only
+no weaker, the violating share is then computed, not estimated), and such a size is steered
+by that enumeration too, without samples, while one pass costs less than a pool
+(:mod:`.enumsteer`). The controller keeps only
 the cut's version and small counts; every pass over the data is SQL.
 
 Samples come from the exact rejection sampler (:mod:`.sampler`, the default; its ℓ-subset of a

@@ -11,7 +11,7 @@ it shorter). A j-itemset G of <R, D> is R(x) for some x ∈ Ω^ℓ exactly when 
 G has at least ℓ original items under G's nodes (take one item under each node, the other
 ℓ - j among the rest). So the check counts, for j = ℓ, ℓ - 1, ..., 1, the j-itemsets of <R, D>
 with support in [1, k) one of whose holders has >= ℓ items under them
-(:func:`.itemsets.image_violation_count`): zero at every j certifies the size. (The exact
+(:func:`.itemsets.image_violations`): zero at every j certifies the size. (The exact
 search, :mod:`.exact`, counts ℓ-itemsets only, enough there because the smaller sizes were
 made exact first; here they may have been sampled and still hold a few itemsets below k,
 which matter at size ℓ only if they are images of ℓ-itemsets.)
@@ -21,9 +21,14 @@ without sampling: the ℓ-itemsets of D whose image is a violating G lie in G's 
 than k records), and a holder r with c_i items under G's i-th node holds
 Σ_{S ⊆ G} (-1)^{|G| - |S|} C(Σ_{i ∈ S} c_i, ℓ) ℓ-subsets whose image is exactly G
 (inclusion-exclusion; :func:`.itemsets.exact_cover_count`). Summed over violating images and
-holders this is an upper bound B on the violating itemsets of Ω^ℓ, and any record r of D gives
-|Ω^ℓ| >= C(|r|, ℓ) (its ℓ-subsets are distinct itemsets that occur). So the violating share
-h = (violating itemsets) / |Ω^ℓ| <= B / max_r C(|r|, ℓ), exactly, and the size is certified
+holders this is an upper bound B on the violating itemsets of Ω^ℓ. (Where :mod:`.enumsteer`
+steers by the same pass, an image smaller than ℓ counts Σ C(cover, ℓ) instead: larger still,
+one binomial per row.) |Ω^ℓ| is bounded from below by :func:`omega_floor`: counted exactly
+where that enumerates at most OMEGA_ROWS rows, else the larger of C(|r|, ℓ) for the longest
+record r (its ℓ-subsets are distinct itemsets that occur) and the Bonferroni bound
+Σ_r C(|r|, ℓ) - Σ_{r < r'} C(|r ∩ r'|, ℓ) over the OMEGA_RECORDS longest records (the union
+of their ℓ-subsets is part of Ω^ℓ). So the violating share
+h = (violating itemsets) / |Ω^ℓ| <= B / omega_floor, exactly, and the size is certified
 when that bound is <= ε, the ε of Theorem 1 for this σ ((1 - ε)(1 - δ) = σ, so ε < 1 - σ and
 Definition 1 holds with certainty). ε rather than 1 - σ: the sampled pool passes cuts whose
 share is below ε (it fails those above with probability >= 1 - δ), and the verifier's fresh
@@ -44,15 +49,18 @@ at σ = 0.999 (5,866,617 samples per pool) it is cheap long before the pool woul
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from math import comb
+from typing import Any
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
-from setanon_sql.models.km.itemsets import image_violations
+from setanon_sql.models.km.itemsets import binomial, image_violations, itemset_occurrences
 from setanon_sql.models.km.samplesize import gamma_bound
+from setanon_sql.sqlrender import with_alias
 
 # Enumerated itemset rows that cost about as much as drawing and checking one sample (rejection
 # step, ℓ positions, supports of the proposals, generalization, supports of the pool). Measured
@@ -67,13 +75,78 @@ def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
                for length, n in lengths for j in range(1, ell + 1))
 
 
-def omega_floor(backend: Backend, items: exp.Table, ell: int) -> int:
-    """A lower bound on |Ω^ℓ|: C(|r|, ℓ) of the longest record of ``items``."""
-    longest = backend.scalar(
-        exp.select(exp.func("max", exp.column("len"))).from_(
-            exp.select(exp.func("count", exp.Star()).as_("len"))
-            .from_(items.copy()).group_by(exp.column("record_id")).subquery("r")))
-    return comb(int(longest or 0), ell)
+# |Ω^ℓ| is counted exactly (distinct ℓ-itemsets of D) when that enumerates at most OMEGA_ROWS
+# rows: on BMS-WebView-2 every 2-itemset (2.1 M rows, 722,045 distinct, where the longest
+# record alone gives C(161, 2) = 12,880). Above, a Bonferroni bound over the OMEGA_RECORDS
+# longest records: BMS-WebView-2 at ℓ = 3, 8.7 M (C(161, 3) = 682,640), at ℓ = 5, 3.9 G.
+OMEGA_ROWS = 3_000_000
+OMEGA_RECORDS = 200
+
+
+def _record_lengths(items: exp.Table) -> exp.Select:
+    return (exp.select(exp.column("record_id", quoted=True),
+                       exp.func("count", exp.Star()).as_("len", quoted=True))
+            .from_(items.copy()).group_by(exp.column("record_id", quoted=True)))
+
+
+def _longest_records(items: exp.Table) -> exp.Select:
+    """The rows of ``items`` of its ``:records`` longest records (ties: the smaller id)."""
+    top = (_record_lengths(items)
+           .order_by(exp.Ordered(this=exp.column("len", quoted=True), desc=True),
+                     exp.column("record_id", quoted=True))
+           .limit(exp.Placeholder(this="records")))
+    return (exp.select(exp.column("record_id", "i", quoted=True).as_("record_id", quoted=True),
+                       exp.column("item_id", "i", quoted=True).as_("item_id", quoted=True))
+            .from_(with_alias(items, "i"))
+            .join(top.subquery("t"), on=exp.column("record_id", "t", quoted=True).eq(
+                exp.column("record_id", "i", quoted=True))))
+
+
+def bonferroni_terms(longest: exp.Table, ell: int) -> exp.Select:
+    """(Σ_r C(|r|, ℓ), Σ_{r < r'} C(|r ∩ r'|, ℓ)) over the records of ``longest``: the union
+    of their ℓ-subsets has at least the first minus the second (Bonferroni), and is part of
+    Ω^ℓ."""
+    length = exp.column("len", quoted=True)
+    own = (exp.select(exp.func("sum", binomial(length, ell)))
+           .from_(_record_lengths(longest).subquery("r")))
+    a, b = (exp.column("record_id", x, quoted=True) for x in ("a", "b"))
+    shared = (exp.select(a.copy().as_("ra", quoted=True), b.copy().as_("rb", quoted=True),
+                         exp.func("count", exp.Star()).as_("len", quoted=True))
+              .from_(with_alias(longest, "a"))
+              .join(with_alias(longest, "b"), on=exp.and_(
+                  exp.column("item_id", "b", quoted=True).eq(
+                      exp.column("item_id", "a", quoted=True)), b < a))
+              .group_by(a.copy(), b.copy()))
+    overlap = exp.select(exp.func("sum", binomial(length, ell))).from_(shared.subquery("s"))
+    return exp.select(exp.func("coalesce", own.subquery(), exp.Literal.number(0.0)),
+                      exp.func("coalesce", overlap.subquery(), exp.Literal.number(0.0)))
+
+
+def omega_floor(backend: Backend, items: exp.Table, ell: int, scratch: exp.Table) -> int:
+    """A lower bound on |Ω^ℓ|, the distinct ℓ-itemsets of ``items``: exact when enumerating
+    them costs at most OMEGA_ROWS rows, else the larger of C(|r|, ℓ) for the longest record
+    (its ℓ-subsets are distinct) and the Bonferroni bound of :func:`bonferroni_terms` over the
+    OMEGA_RECORDS longest. ``scratch`` holds those records' rows (dropped here)."""
+    length = exp.column("len", quoted=True)
+    longest, rows = backend.query(
+        exp.select(exp.func("max", length), exp.func("sum", binomial(length, ell)))
+        .from_(_record_lengths(items).subquery("r")))[0]
+    floor = comb(int(longest or 0), ell)
+    if float(rows or 0) <= OMEGA_ROWS:
+        nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
+        distinct = (exp.select(*nodes).distinct()
+                    .from_(itemset_occurrences(items, ell, "item_id").subquery("o")))
+        return int(backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                  .from_(distinct.subquery("d"))) or 0)
+    try:
+        backend.materialize(scratch, _longest_records(items), {"records": OMEGA_RECORDS})
+        own, overlap = backend.query(bonferroni_terms(scratch, ell))[0]
+    finally:
+        backend.drop_table(scratch)
+    # Floats: the terms are integers summed as floats; a relative margin of 1e-9 keeps their
+    # rounding from lifting the bound, and 1e-6 keeps an exact integer from flooring below.
+    own, overlap = float(own), float(overlap)
+    return max(floor, math.floor(own - overlap - 1e-9 * (own + overlap) + 1e-6))
 
 
 @dataclass(frozen=True)
@@ -87,10 +160,11 @@ class ShareBound:
 
 
 def share_bound(backend: Backend, counts: exp.Table, items: exp.Table, ell: int,
-                k: int) -> ShareBound:
+                k: int, scratch: exp.Table, floors: dict[int, int] | None = None) -> ShareBound:
     """Enumerate the violating images of ℓ-itemsets in ``counts(record_id, node_id, c)`` (the
     generalized records with items per node, ``km_generalized_counts``) and bound their share
-    of Ω^ℓ of ``items`` (module docstring)."""
+    of Ω^ℓ of ``items`` (module docstring). ``floors`` keeps :func:`omega_floor` per ℓ between
+    calls on the same ``items``; ``scratch`` is its work table."""
     lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
     images, bound = 0, 0.0
     for size in range(ell, 0, -1):
@@ -98,7 +172,10 @@ def share_bound(backend: Backend, counts: exp.Table, items: exp.Table, ell: int,
         images, bound = images + int(found), bound + float(itemsets or 0.0)
     share = 0.0
     if images:
-        floor = omega_floor(backend, items, ell)
+        floors = {} if floors is None else floors
+        if ell not in floors:
+            floors[ell] = omega_floor(backend, items, ell, scratch)
+        floor = floors[ell]
         share = min(1.0, bound / floor) if floor else 1.0
     return ShareBound(enumeration_rows(lengths, ell), images, share)
 
@@ -115,8 +192,10 @@ class ExactCheck:
     tries: int = 0
     found_violations: int = 0  # tries that decided nothing (then sampling went on)
     bounded: int = 0  # certificates with violating images whose share is provably <= ε
-    rows: int = 0  # rows enumerated by all tries
+    rows: int = 0  # rows enumerated by all tries (an upper bound where .enumsteer counted)
     last: dict[str, float] = field(default_factory=dict)
+    floors: dict[int, int] = field(default_factory=dict)  # omega_floor, once per size
+    steered: list[dict[str, Any]] = field(default_factory=list)  # rounds of .enumsteer
 
     def worth(self, generalized_lengths: list[tuple[int, int]], samples: int) -> bool:
         """Whether to try the check on the current cut before drawing ``samples`` samples."""
@@ -129,24 +208,42 @@ class ExactCheck:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
         is provably <= ε (zero violating images, or the bound of the module docstring)."""
         gen, b = self.gen, self.gen.backend
-        self.tried_version = gen.version
         self.tries += 1
         counts = gen.table("gcount")
         b.materialize(counts, "km_generalized_counts", None,
                       {"items": gen.items, "cut": gen.cut})
         try:
-            found = share_bound(b, counts, gen.items, self.ell, self.k)
+            found = share_bound(b, counts, gen.items, self.ell, self.k, gen.table("omega"),
+                                self.floors)
         finally:
             b.drop_table(counts)
+        return self.record(found)
+
+    def record(self, found: ShareBound) -> bool:
+        """Count a try on the current cut (made here or by :mod:`.enumsteer`) and say whether
+        it certifies: no violating image, or a bounded share <= ε."""
+        self.tried_version = self.gen.version
         self.rows += found.rows
         self.last = {"violating_images": found.images, "share_bound": found.share}
         if not found.images:
             return True
-        if found.share <= gamma_bound(self.sigma)[1]:
+        if found.share <= self.epsilon:
             self.bounded += 1
             return True
         self.found_violations += 1
         return False
+
+    @property
+    def epsilon(self) -> float:
+        """Theorem 1's ε for σ: the largest violating share a certificate accepts."""
+        return gamma_bound(self.sigma)[1]
+
+    def floor(self) -> int:
+        """:func:`omega_floor` of this size (computed once)."""
+        if self.ell not in self.floors:
+            self.floors[self.ell] = omega_floor(self.gen.backend, self.gen.items, self.ell,
+                                                self.gen.table("omega"))
+        return self.floors[self.ell]
 
     def figures(self) -> dict[str, float]:
         return {"exact_checks": self.tries, "exact_checks_with_violations": self.found_violations,

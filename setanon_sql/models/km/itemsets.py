@@ -204,28 +204,95 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
     return exp.paren(value)
 
 
-def image_violations(table: exp.Table, size: int, ell: int) -> exp.Select:
-    """(images, itemsets): over the ``size``-itemsets G of ``table(record_id, node_id, c)``
-    (``c`` counts the record's original items under the node) with support in [1, :k) and a
-    holder with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
-    :mod:`.exactcheck`), how many there are, and Σ over their holders of the ℓ-subsets of the
-    holder's items whose image is G (an upper bound on the ℓ-itemsets of D they stand for:
-    an itemset held by several records is counted once per holder)."""
+def violating_images(table: exp.Table, size: int, ell: int,
+                     cover_bound: bool = False) -> exp.Select:
+    """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
+    counts the record's original items under the node) with support in [1, :k) and a holder
+    with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
+    :mod:`.exactcheck`), and x = Σ over their holders of the ℓ-subsets of the holder's items
+    whose image is G (an upper bound on the ℓ-itemsets of D they stand for: an itemset held by
+    several records is counted once per holder). With ``cover_bound``, x of an image smaller
+    than ℓ is Σ C(cover, ℓ) instead, a larger upper bound (every ℓ-subset of the holder's items
+    under G's nodes) at one binomial per row instead of 2^size - 1."""
     occurrences = itemset_occurrences(table, size)
     counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
+    below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
+    if size == ell:
+        # ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of
+        # the counts (what inclusion-exclusion sums to, at a fraction of the arithmetic), and
+        # every holder covers ℓ items.
+        product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
+        for c in counts[1:]:
+            product = exp.Mul(this=product, expression=c.copy())
+        return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
+                           .as_("x", quoted=True))
+                .from_(occurrences.select(product.as_("x", quoted=True)).subquery("o"))
+                .group_by(*nodes).having(below_k))
     cover: exp.Expr = counts[0].copy()
     for c in counts[1:]:
         cover = exp.Add(this=cover, expression=c.copy())
-    occurrences = occurrences.select(cover.as_("cover", quoted=True),
-                                     exact_cover_count(counts, ell).as_("x", quoted=True))
-    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
-    violating = (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
-                            .as_("x", quoted=True))
-                 .from_(occurrences.subquery("o")).group_by(*nodes)
-                 .having(exp.and_(
-                     exp.func("count", exp.Star()) < exp.Placeholder(this="k"),
-                     exp.func("max", exp.column("cover", quoted=True))
-                     >= exp.Literal.number(ell))))
+    x = binomial(cover, ell) if cover_bound else exact_cover_count(counts, ell)
+    occurrences = occurrences.select(cover.as_("cover", quoted=True), x.as_("x", quoted=True))
+    return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
+                       .as_("x", quoted=True))
+            .from_(occurrences.subquery("o")).group_by(*nodes)
+            .having(exp.and_(
+                below_k,
+                exp.func("max", exp.column("cover", quoted=True))
+                >= exp.Literal.number(ell))))
+
+
+def image_violations(table: exp.Table, size: int, ell: int) -> exp.Select:
+    """(images, itemsets): how many :func:`violating_images` of this size there are, and the
+    sum of their x."""
     return exp.select(exp.func("count", exp.Star()),
                       exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
-                               exp.Literal.number(0.0))).from_(violating.subquery("v"))
+                               exp.Literal.number(0.0))).from_(
+        violating_images(table, size, ell).subquery("v"))
+
+
+def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
+    """(vid, size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
+    (:func:`violating_images`, x bounded by cover below size ℓ), in one row with NULL past its
+    size; vid numbers them."""
+    parts: list[exp.Select] = []
+    for size in range(1, ell + 1):
+        nodes = [exp.column(f"n{j}", quoted=True) if j <= size
+                 else exp.cast(exp.Null(), "BIGINT").as_(f"n{j}", quoted=True)
+                 for j in range(1, ell + 1)]
+        parts.append(exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
+                                exp.column("x", quoted=True))
+                     .from_(violating_images(table, size, ell, cover_bound=True)
+                            .subquery(f"v{size}")))
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    vid = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
+        exp.Ordered(this=exp.column("size", quoted=True)),
+        *(exp.Ordered(this=exp.column(f"n{j}", quoted=True)) for j in range(1, ell + 1))]))
+    return exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True), exp.Star()).from_(
+        query.subquery("u"))
+
+
+def violating_image_nodes(table: exp.Table, ell: int) -> exp.Select:
+    """(vid, node_id, x): the images of :func:`violating_image_rows` one node per row, x on
+    the row of the image's first node and 0 on the others, so that max(vid) counts the images
+    and sum(x) is the certificate's bound (one statement gives what the merge step reads as
+    ``vnodes`` and the certificate's counts)."""
+    positions: exp.Query = exp.select(exp.Literal.number(1).as_("p", quoted=True))
+    for j in range(2, ell + 1):
+        positions = exp.union(positions, exp.select(exp.Literal.number(j).as_("p", quoted=True)),
+                              distinct=False)
+    p = exp.column("p", "q", quoted=True)
+    node = exp.Case(ifs=[exp.If(this=p.eq(exp.Literal.number(j)),
+                                true=exp.column(f"n{j}", "i", quoted=True))
+                         for j in range(1, ell + 1)])
+    return (exp.select(exp.column("vid", "i", quoted=True).as_("vid", quoted=True),
+                       node.as_("node_id", quoted=True),
+                       exp.If(this=p.eq(exp.Literal.number(1)),
+                              true=exp.column("x", "i", quoted=True),
+                              false=exp.Literal.number(0.0)).as_("x", quoted=True))
+            .from_(violating_image_rows(table, ell).subquery("i"))
+            .join(exp.select("*").from_(positions.subquery("pos")).subquery("q"),
+                  on=p <= exp.column("size", "i", quoted=True)))

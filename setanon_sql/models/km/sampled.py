@@ -32,6 +32,10 @@ What is reused, and why that is allowed:
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
 
+With ``certify="auto"``, a size whose enumeration costs less than its first pool is steered
+and decided by enumeration alone (:mod:`.enumsteer`): no sample is drawn; the pools below take
+over from the cut it reached once a pass would cost more.
+
 A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
 part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
 samples still to draw, and no image violates k, the size is certified with certainty (exact
@@ -50,11 +54,12 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
-from setanon_sql.models.km.exactcheck import ExactCheck
+from setanon_sql.models.km.enumsteer import steer_by_enumeration
+from setanon_sql.models.km.exactcheck import MAX_EXACT_ROWS, ROW_COST, ExactCheck
 from setanon_sql.models.km.groupsupport import group_violations
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
-from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.models.km.samplesize import gamma, gamma_bound
 from setanon_sql.progress import report
 
 # The first pool of a size is drawn whole (up to MAX_PART): at a new size most samples
@@ -160,6 +165,32 @@ class _Checker:
         self.generalized = None
 
 
+@dataclass
+class Steering:
+    """When to try the enumeration certificate between merge rounds (``certify="auto"``).
+
+    The violating samples still left of a failed part estimate the violating share of Ω^ℓ
+    under the current cut; once that estimate is at most ε (Theorem 1's, as the certificate
+    needs), the certificate may already hold, and every round it saves is a dozen statements
+    and more merges than σ asks for. After a try that bounded the share at s > ε, the next
+    waits until the violating samples fell by ε / s. Only *when* to try depends on the samples;
+    what is certified is computed from the cut and D alone (:mod:`.exactcheck`), so the
+    guarantee is the certificate's, whatever the samples were.
+    """
+
+    drawn: int  # samples of the part that failed
+    epsilon: float
+    wait_below: float = 0.0  # violating samples at which to try again (0: by the estimate)
+
+    def try_now(self, bad: int) -> bool:
+        if self.wait_below:
+            return bad <= self.wait_below
+        return bad <= self.epsilon * self.drawn
+
+    def failed(self, bad: int, share: float) -> None:
+        self.wait_below = bad * min(0.5, self.epsilon / share) if share > 0 else bad / 2
+
+
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
                     sigma: float, error: str, batch: float,
                     certify: str = "auto") -> list[dict[str, Any]]:
@@ -175,6 +206,14 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
     clean, part, parts, failed_pools = 0, None, 0, 0
+    if exact is not None:
+        # While one enumeration costs less than the first pool, it steers the merges itself
+        # (:mod:`.enumsteer`); past that, the samples go on from the cut it reached.
+        steered = steer_by_enumeration(exact, error, batch,
+                                       min(MAX_EXACT_ROWS, ROW_COST * min(rule.gamma, WHOLE_MAX)))
+        if steered is not None:
+            return steered
+        history.extend(exact.steered)
     try:
         while True:
             whole = not failed_pools
@@ -214,6 +253,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
             failed_pools += 1
             # Alg. 2 l.12-15: merge for the violating samples, re-check only them until none
             # violates; then S restarts empty (a new pool, first part again).
+            steer = Steering(drawn, gamma_bound(sigma)[1])
             while bad:
                 merges = gen.merge(violations, error, batch)
                 b.materialize(narrowed, "km_violating_samples", None,
@@ -227,6 +267,15 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                     raise gen.no_merge_error(k)
                 drawn = bad
                 bad, plan = checker.check(pool)
+                if bad and exact is not None and steer.try_now(bad) \
+                        and exact.worth(checker.lengths(), rule.gamma):
+                    if exact.certifies():
+                        history.append({"size": ell, "certified_by": "exact",
+                                        "clean_samples": 0, "gamma": rule.gamma,
+                                        "parts": parts, "failed_pools": failed_pools,
+                                        "while_steering": True, **exact.figures()})
+                        return history
+                    steer.failed(bad, exact.last.get("share_bound", 1.0))
             for table in (pool, keys, violations):
                 b.drop_table(table)
             clean, part = 0, None

@@ -114,7 +114,8 @@ def enumerated_share(backend: Backend, original: dict[str, Any], ell: int, k: in
                      samples: int) -> ShareBound | None:
     """The enumeration bound of :mod:`.exactcheck` on the published generalization of the
     original items, or None where enumerating costs more than ``samples`` samples."""
-    cut, counts = (backend.table(staging_table(p)) for p in ("vecut", "vecount"))
+    cut, counts, scratch = (backend.table(staging_table(p))
+                            for p in ("vecut", "vecount", "veomega"))
     try:
         backend.materialize(cut, "km_published_cut", None, original)
         backend.materialize(counts, "km_generalized_counts", None,
@@ -122,7 +123,7 @@ def enumerated_share(backend: Backend, original: dict[str, Any], ell: int, k: in
         lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
         if enumeration_rows(lengths, ell) > min(MAX_EXACT_ROWS, ROW_COST * samples):
             return None
-        return share_bound(backend, counts, original["items"], ell, k)
+        return share_bound(backend, counts, original["items"], ell, k, scratch)
     finally:
-        for table in (cut, counts):
+        for table in (cut, counts, scratch):
             backend.drop_table(table)

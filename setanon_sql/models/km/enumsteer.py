@@ -1,0 +1,83 @@
+"""Steering a sampled size by enumeration while that is cheap (``certify="auto"``).
+
+Alg. 2 steers the search by violating samples: each one proposes a merge (l.12-14), and the
+size ends when γ samples drawn after the last merge are clean. Where enumerating the images of
+Ω^ℓ under the cut costs less than one pool of samples, the same rounds can be steered by the
+enumeration itself: one pass over <R, D> finds every violating image (:mod:`.exactcheck`), its
+bound on the violating share decides the size (certified at a share <= ε, the certificate of
+:mod:`.exactcheck`, with certainty), and otherwise the violating images propose the merges,
+as the violating samples would (each proposes the parent of least error among its nodes', the
+cheapest share ``batch`` is applied: :meth:`.cutsearch.CutSearch.merge`).
+
+Why: a sample-steered round re-counts the supports of the violating samples (a dozen
+statements: keys, groups, plan costs, a support plan, violations) and draws a pool of γ
+samples per size first; this round is four statements plus the merge, and it stops at the
+first cut whose violating share is provably <= ε, where the samples went on until none of
+them violated (BMS-WebView-2, k = 5, m = 3: see BENCHMARKS.md). The exact search
+(:mod:`.exact`) makes the same rounds but only stops at zero violations.
+
+The guarantee is the certificate's (a computed share <= ε < 1 - σ); what steered the merges
+plays no part in it. When the enumeration grows past ``budget`` rows (long records in nodes),
+the caller goes on with samples from the cut reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+
+from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound, enumeration_rows
+from setanon_sql.models.km.itemsets import violating_image_nodes
+from setanon_sql.progress import report_shrinking
+
+
+def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
+                         budget: int) -> list[dict[str, Any]] | None:
+    """Rounds of enumerate-then-merge on size ``exact.ell`` until the certificate holds (the
+    history, its last entry certifying) or a round would enumerate more than ``budget`` rows
+    (None: the rounds made so far are in ``exact.steered``; the caller samples on)."""
+    gen, b, ell = exact.gen, exact.gen.backend, exact.ell
+    counts, vnodes = gen.table("gcount"), gen.table("vnodes")
+    history = exact.steered
+    rows = None
+    try:
+        while True:
+            b.materialize(counts, "km_generalized_counts", None,
+                          {"items": gen.items, "cut": gen.cut})
+            if rows is None:
+                # Merges only coarsen the cut, so no record gets longer in nodes: the first
+                # round's row count bounds every later one (it is asked once per size).
+                rows = enumeration_rows(
+                    b.query("km_group_record_lengths", None, {"gr": counts}), ell)
+                if rows > budget:
+                    return None
+            exact.tries += 1
+            b.materialize(vnodes, violating_image_nodes(counts, ell), {"k": exact.k})
+            b.drop_table(counts)
+            found, total = b.query(
+                exp.select(exp.func("coalesce", exp.func("max", exp.column("vid", quoted=True)),
+                                    exp.Literal.number(0)),
+                           exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
+                                    exp.Literal.number(0.0))).from_(vnodes.copy()))[0]
+            share = 0.0
+            if found:
+                floor = exact.floor()
+                share = min(1.0, float(total) / floor) if floor else 1.0
+            first = history[0]["violating_images"] if history else int(found)
+            report_shrinking("search", f"violating images of {ell}-itemsets", first,
+                             int(found), len(history) + 1)
+            if exact.record(ShareBound(rows, int(found), share)):
+                history.append({"size": ell, "certified_by": "exact", "clean_samples": 0,
+                                "steered_by": "enumeration", "steering_rounds": len(history),
+                                **exact.figures()})
+                return history
+            merges = gen.merge(vnodes, error, batch)
+            history.append({"size": ell, "violating_images": int(found), "share_bound": share,
+                            "merges": merges, "steered_by": "enumeration"})
+            if not merges:
+                raise gen.no_merge_error(exact.k)
+            b.drop_table(vnodes)
+    finally:
+        for table in (counts, vnodes):
+            b.drop_table(table)

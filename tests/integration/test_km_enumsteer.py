@@ -1,0 +1,140 @@
+"""Steering a sampled size by enumeration (models/km/enumsteer.py) and the lower bound on |Ω^ℓ|
+its certificate divides by (models/km/exactcheck.py), against the brute-force oracle on small
+random data, on every backend."""
+
+from __future__ import annotations
+
+from collections import Counter
+from math import comb
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql import api
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.km import exactcheck, sampled
+from setanon_sql.models.km.itemsets import violating_image_nodes
+from setanon_sql.models.km.samplesize import gamma_bound
+from tests.integration.test_km import random_case, run_km
+from tests.integration.test_km_exactcheck import _cut
+from tests.oracle import km_oracle
+
+
+def _items(db: Backend, data: Path, name: str) -> tuple[exp.Table, exp.Table]:
+    dataset = api.load_transactions(db, data, name)
+    attribute = dataset.set_attributes[0]
+    return (db.table(dataset.items_table(attribute)), db.table(dataset.dict_table(attribute)))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_omega_floor_is_exact_when_cheap_and_a_lower_bound_otherwise(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    data, _ = random_case(tmp_path, seed)
+    items, _ = _items(db, data, f"w{seed}")
+    original = km_oracle.read_fimi(data)
+    longest = max(len(record) for record in original)
+    for ell in (1, 2, 3, 4):
+        omega = len(km_oracle.itemset_supports(original, ell))
+        assert exactcheck.omega_floor(db, items, ell, db.table("omegax")) == omega
+    # Past OMEGA_ROWS: the Bonferroni bound over the longest records, never above |Ω^ℓ|.
+    monkeypatch.setattr(exactcheck, "OMEGA_ROWS", 0)
+    for records in (1, 3, 200):
+        monkeypatch.setattr(exactcheck, "OMEGA_RECORDS", records)
+        for ell in (1, 2, 3):
+            omega = len(km_oracle.itemset_supports(original, ell))
+            floor = exactcheck.omega_floor(db, items, ell, db.table("omegax"))
+            assert comb(longest, ell) <= floor <= omega, (records, ell)
+    assert [t for t in db.table_names("omegax")] == []
+
+
+def test_bonferroni_bound_counts_shared_subsets_once(db: Backend, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two identical records and one disjoint: |Ω^2| = 3 + 1 = 4, and the bound is exact here
+    # (no three records share a pair).
+    data = tmp_path / "b.dat"
+    data.write_text("1 2 3\n1 2 3\n4 5\n")
+    items, _ = _items(db, data, "b")
+    monkeypatch.setattr(exactcheck, "OMEGA_ROWS", 0)
+    assert exactcheck.omega_floor(db, items, 2, db.table("omegab")) == 4
+
+
+@pytest.mark.parametrize(("seed", "ell", "k", "nodes"),
+                         [(1, 2, 3, 10), (2, 3, 2, 6), (3, 3, 4, 12), (6, 4, 3, 7)])
+def test_violating_image_nodes_match_the_oracle(db: Backend, tmp_path: Path, seed: int,
+                                                ell: int, k: int, nodes: int) -> None:
+    data, _ = random_case(tmp_path, seed)
+    items, dictionary = _items(db, data, f"v{seed}")
+    cut, counts, found = db.table(f"vcut{seed}"), db.table(f"vcnt{seed}"), db.table(f"vn{seed}")
+    _cut(db, dictionary, cut, 2 * seed + 1, seed, nodes)
+    db.materialize(counts, "km_generalized_counts", None, {"items": items, "cut": cut})
+    db.materialize(found, violating_image_nodes(counts, ell), {"k": k})
+    rows = db.query(exp.select("vid", "node_id", "x").from_(found.copy()))
+    images: dict[int, set[int]] = {}
+    bound = 0.0
+    for vid, node, x in rows:
+        images.setdefault(int(vid), set()).add(int(node))
+        bound += float(x)
+
+    mapping = dict(db.query(exp.select("d.label", "c.node_id").from_(dictionary.copy().as_("d"))
+                            .join(cut.copy().as_("c"), on="c.item_id = d.item_id")))
+    original = km_oracle.read_fimi(data)
+    generalized = [frozenset(mapping[i] for i in record) for record in original]
+    support: Counter[frozenset[int]] = Counter()
+    bad: set[frozenset[int]] = set()
+    occurrences = 0
+    for itemset, supp in km_oracle.itemset_supports(original, ell).items():
+        image = frozenset(mapping[i] for i in itemset)
+        if image not in support:
+            support[image] = sum(1 for record in generalized if image <= record)
+        if support[image] < k:
+            bad.add(image)
+            occurrences += supp
+    assert {frozenset(nodes) for nodes in images.values()} == bad
+    assert sorted(images) == list(range(1, len(bad) + 1))  # max(vid) counts the images
+    assert bound >= occurrences - 1e-9  # an upper bound on the violating itemsets of D
+    for table in (cut, counts, found):
+        db.drop_table(table)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 4])
+def test_sizes_steered_by_enumeration_meet_epsilon(db: Backend, tmp_path: Path,
+                                                   seed: int) -> None:
+    data, hierarchy = random_case(tmp_path, seed)
+    k, sigma = 3, 0.9
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=3,
+                                             sigma=str(sigma))
+    figures = run.figures
+    # Small data: one enumeration always costs less than the first pool, so no sample is drawn
+    # and every size ends on the certificate.
+    assert figures["sample_proposals"] == 0
+    assert figures["pools_certified_exactly"] == 3
+    certifying = [r for r in figures["rounds"] if "certified_by" in r]
+    assert [r["steered_by"] for r in certifying] == ["enumeration"] * 3
+    original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    epsilon = gamma_bound(sigma)[1]
+    for ell in (1, 2, 3):
+        assert km_oracle.violating_share(original, published, mapping, k, ell) <= epsilon
+    assert km_oracle.cut_problems(mapping, km_oracle.read_hierarchy(hierarchy)) == []
+    assert km_oracle.generalization_problems(original, published, mapping) == []
+    assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_too_dear_to_enumerate_the_samples_steer(db: Backend, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 seed: int) -> None:
+    # A budget of 0 rows: enumeration never steers, the sampled path of Alg. 2 does.
+    monkeypatch.setattr(sampled, "ROW_COST", 0)
+    data, hierarchy = random_case(tmp_path, seed)
+    k, sigma = 3, 0.85
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
+                                             sigma=str(sigma))
+    assert run.figures["sample_proposals"] > 0
+    assert not any(r.get("steered_by") == "enumeration" for r in run.figures["rounds"])
+    original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    for ell in (1, 2):
+        assert km_oracle.violating_share(original, published, mapping, k, ell) <= 1 - sigma
+    assert api.verify(db, dataset, run).ok
