@@ -165,16 +165,24 @@ WHERE r.category <> y.category
 
 -- name: swap_score_candidates
 -- Candidate pairs (a < b) without collision (Alg. 2: a shared item of either tendency category
--- would be lost), ranked by Jaccard similarity, then a seeded random order.
-WITH ov AS (
+-- would be lost), ranked by Jaccard similarity, then a seeded random order. The shared items are
+-- looked up in the pool's own items (pi), read once: joining the candidates with the whole
+-- items table on both sides built its hash tables from every record (exact stage at 1M, 1.5M
+-- candidate pairs of 1,800 records: 10-15 s against 7-8 s).
+WITH pi AS (
+    SELECT i.record_id, i.item_id, k.category
+    FROM items i
+    JOIN pool p ON p.record_id = i.record_id
+    JOIN cats k ON k.item_id = i.item_id
+), ov AS (
     SELECT c.a, c.b, count(*) AS shared,
-           count(*) FILTER (WHERE k.category = pa.category OR k.category = pb.category) AS collide
+           count(*) FILTER (WHERE ia.category = pa.category OR ia.category = pb.category)
+               AS collide
     FROM cand c
     JOIN pool pa ON pa.record_id = c.a
     JOIN pool pb ON pb.record_id = c.b
-    JOIN items ia ON ia.record_id = c.a
-    JOIN items ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
-    JOIN cats k ON k.item_id = ia.item_id
+    JOIN pi ia ON ia.record_id = c.a
+    JOIN pi ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
     GROUP BY c.a, c.b
 ), scored AS (
     SELECT c.a, c.b,
@@ -192,24 +200,30 @@ SELECT a, b, jc,
 FROM scored
 
 -- name: swap_greedy_accept
--- One round of greedy matching: an edge is taken when it is the best-ranked live edge at both
--- of its records. Repeating this until no edge is live gives exactly the sequential greedy
--- matching that takes pairs in increasing (Jaccard, random) order. Written with a window over
--- the edge ends and one GROUP BY, no join on the live edges: PostgreSQL estimates one live
--- edge after the anti-joins and then joined them by nested loops (1M synthetic: 60 s a round).
-WITH live AS (
-    SELECT e.a, e.b, e.jc, e.rk FROM edges e
-    WHERE NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.a)
-      AND NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.b)
-), ends AS (
-    SELECT a AS node, a, b, jc, rk FROM live
+-- One round of greedy matching over the live edges (both records still free): an edge is taken
+-- when it is the best-ranked live edge at both of its records. Repeating this until no edge is
+-- live gives exactly the sequential greedy matching that takes pairs in increasing (Jaccard,
+-- random) order. The caller keeps `edges` live (swap_live_edges after every round), so no
+-- anti-join on all pairs is needed here (it cost a hash table of every pair per round: 35 s
+-- of 80 exact rounds at 1M). Written with a window over the edge ends and one GROUP BY, no
+-- join on the live edges: PostgreSQL estimated one live edge after anti-joins and then joined
+-- them by nested loops (1M synthetic: 60 s a round).
+WITH ends AS (
+    SELECT a AS node, a, b, jc, rk FROM edges
     UNION ALL
-    SELECT b AS node, a, b, jc, rk FROM live
+    SELECT b AS node, a, b, jc, rk FROM edges
 ), ranked AS (
     SELECT a, b, jc, rk, min(rk) OVER (PARTITION BY node) AS node_rk FROM ends
 )
 SELECT a, b, min(jc) AS jc FROM ranked WHERE rk = node_rk
 GROUP BY a, b HAVING count(*) = 2
+
+-- name: swap_live_edges
+-- The edges of which neither record was just matched (accepted: the pairs of the last round).
+WITH taken AS (SELECT a AS record_id FROM accepted UNION ALL SELECT b FROM accepted)
+SELECT e.a, e.b, e.jc, e.rk FROM edges e
+WHERE NOT EXISTS (SELECT 1 FROM taken t WHERE t.record_id = e.a)
+  AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.record_id = e.b)
 
 -- name: swap_insert_pairs
 INSERT INTO pairs (record_id, partner_id, kind, jc, round)
@@ -267,21 +281,20 @@ WHERE t.kind <> 'none'
 
 -- name: swap_publish
 -- The swapped database: every item not moved stays; moved items join their new record. An item
--- arriving where it already stays collides and is kept once (that is the item loss). Written as
--- UNION ALL with an anti-join on the arrivals rather than UNION (a DISTINCT over every row:
--- 62 s of a 10M run). The two are equal because the branches hold no duplicates themselves:
--- items is a set of (record, item) rows, and the moves into one record come from one partner
--- (pairs is a matching). (PostgreSQL 15 planned DISTINCT over UNION ALL as a parallel partial
--- hash aggregate for 40,000 estimated groups: over 30 minutes at 1M records.)
-WITH stay AS (
-    SELECT i.record_id, i.item_id FROM items i
-    WHERE NOT EXISTS (SELECT 1 FROM moves m
-                      WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
-)
-SELECT record_id, item_id FROM stay
+-- arriving where it already stays (there and not moved away) collides and is kept once: that is
+-- the item loss. Written as UNION ALL with the colliding arrivals left out, rather than as UNION
+-- (a DISTINCT over every row: 62 s of a 10M run). The two are equal because neither branch
+-- holds a duplicate: items is a set of (record, item) rows, a record gives an item at most once,
+-- and the moves into one record come from one partner (pairs is a matching). (PostgreSQL 15
+-- planned DISTINCT over UNION ALL as a parallel partial hash aggregate for 40,000 estimated
+-- groups: over 30 minutes at 1M records.)
+SELECT i.record_id, i.item_id FROM items i
+WHERE NOT EXISTS (SELECT 1 FROM moves m WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
 UNION ALL
 SELECT m.to_record, m.item_id FROM moves m
-WHERE NOT EXISTS (SELECT 1 FROM stay s WHERE s.record_id = m.to_record AND s.item_id = m.item_id)
+LEFT JOIN items i ON i.record_id = m.to_record AND i.item_id = m.item_id
+LEFT JOIN moves s ON s.record_id = m.to_record AND s.item_id = m.item_id
+WHERE i.record_id IS NULL OR s.record_id IS NOT NULL
 
 -- name: swap_publish_suppressed
 -- Tendency suppression: the items not moved, nothing arrives. (Through swap_publish, with its

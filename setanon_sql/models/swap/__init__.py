@@ -79,7 +79,7 @@ from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 from setanon_sql.workload import cap_items, check_itemset_mining
 
-_SCRATCH = ("tend", "pool", "cand", "overlap", "accepted", "edges", "moves")
+_SCRATCH = ("tend", "pool", "cand", "overlap", "accepted", "edges", "live", "moves")
 
 
 def _bounded_items(backend: Backend, items: exp.Table, options: SwapParams, capped: exp.Table,
