@@ -165,16 +165,24 @@ WHERE r.category <> y.category
 
 -- name: swap_score_candidates
 -- Candidate pairs (a < b) without collision (Alg. 2: a shared item of either tendency category
--- would be lost), ranked by Jaccard similarity, then a seeded random order.
-WITH ov AS (
+-- would be lost), ranked by Jaccard similarity, then a seeded random order. The shared items are
+-- looked up in the pool's own items (pi), read once: joining the candidates with the whole
+-- items table on both sides built its hash tables from every record (exact stage at 1M, 1.5M
+-- candidate pairs of 1,800 records: 10-15 s against 7-8 s).
+WITH pi AS (
+    SELECT i.record_id, i.item_id, k.category
+    FROM items i
+    JOIN pool p ON p.record_id = i.record_id
+    JOIN cats k ON k.item_id = i.item_id
+), ov AS (
     SELECT c.a, c.b, count(*) AS shared,
-           count(*) FILTER (WHERE k.category = pa.category OR k.category = pb.category) AS collide
+           count(*) FILTER (WHERE ia.category = pa.category OR ia.category = pb.category)
+               AS collide
     FROM cand c
     JOIN pool pa ON pa.record_id = c.a
     JOIN pool pb ON pb.record_id = c.b
-    JOIN items ia ON ia.record_id = c.a
-    JOIN items ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
-    JOIN cats k ON k.item_id = ia.item_id
+    JOIN pi ia ON ia.record_id = c.a
+    JOIN pi ib ON ib.record_id = c.b AND ib.item_id = ia.item_id
     GROUP BY c.a, c.b
 ), scored AS (
     SELECT c.a, c.b,
@@ -192,24 +200,30 @@ SELECT a, b, jc,
 FROM scored
 
 -- name: swap_greedy_accept
--- One round of greedy matching: an edge is taken when it is the best-ranked live edge at both
--- of its records. Repeating this until no edge is live gives exactly the sequential greedy
--- matching that takes pairs in increasing (Jaccard, random) order. Written with a window over
--- the edge ends and one GROUP BY, no join on the live edges: PostgreSQL estimates one live
--- edge after the anti-joins and then joined them by nested loops (1M synthetic: 60 s a round).
-WITH live AS (
-    SELECT e.a, e.b, e.jc, e.rk FROM edges e
-    WHERE NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.a)
-      AND NOT EXISTS (SELECT 1 FROM pairs p WHERE p.record_id = e.b)
-), ends AS (
-    SELECT a AS node, a, b, jc, rk FROM live
+-- One round of greedy matching over the live edges (both records still free): an edge is taken
+-- when it is the best-ranked live edge at both of its records. Repeating this until no edge is
+-- live gives exactly the sequential greedy matching that takes pairs in increasing (Jaccard,
+-- random) order. The caller keeps `edges` live (swap_live_edges after every round), so no
+-- anti-join on all pairs is needed here (it cost a hash table of every pair per round: 35 s
+-- of 80 exact rounds at 1M). Written with a window over the edge ends and one GROUP BY, no
+-- join on the live edges: PostgreSQL estimated one live edge after anti-joins and then joined
+-- them by nested loops (1M synthetic: 60 s a round).
+WITH ends AS (
+    SELECT a AS node, a, b, jc, rk FROM edges
     UNION ALL
-    SELECT b AS node, a, b, jc, rk FROM live
+    SELECT b AS node, a, b, jc, rk FROM edges
 ), ranked AS (
     SELECT a, b, jc, rk, min(rk) OVER (PARTITION BY node) AS node_rk FROM ends
 )
 SELECT a, b, min(jc) AS jc FROM ranked WHERE rk = node_rk
 GROUP BY a, b HAVING count(*) = 2
+
+-- name: swap_live_edges
+-- The edges of which neither record was just matched (accepted: the pairs of the last round).
+WITH taken AS (SELECT a AS record_id FROM accepted UNION ALL SELECT b FROM accepted)
+SELECT e.a, e.b, e.jc, e.rk FROM edges e
+WHERE NOT EXISTS (SELECT 1 FROM taken t WHERE t.record_id = e.a)
+  AND NOT EXISTS (SELECT 1 FROM taken t WHERE t.record_id = e.b)
 
 -- name: swap_insert_pairs
 INSERT INTO pairs (record_id, partner_id, kind, jc, round)
@@ -267,13 +281,20 @@ WHERE t.kind <> 'none'
 
 -- name: swap_publish
 -- The swapped database: every item not moved stays; moved items join their new record. An item
--- arriving where it already is collides and is kept once (that is the item loss): UNION, not
--- DISTINCT over UNION ALL, which PostgreSQL 15 planned as a parallel partial hash aggregate for
--- 40,000 estimated groups; at 1M records (3M rows) that ran over 30 minutes, UNION takes 5 s.
+-- arriving where it already stays (there and not moved away) collides and is kept once: that is
+-- the item loss. Written as UNION ALL with the colliding arrivals left out, rather than as UNION
+-- (a DISTINCT over every row: 62 s of a 10M run). The two are equal because neither branch
+-- holds a duplicate: items is a set of (record, item) rows, a record gives an item at most once,
+-- and the moves into one record come from one partner (pairs is a matching). (PostgreSQL 15
+-- planned DISTINCT over UNION ALL as a parallel partial hash aggregate for 40,000 estimated
+-- groups: over 30 minutes at 1M records.)
 SELECT i.record_id, i.item_id FROM items i
 WHERE NOT EXISTS (SELECT 1 FROM moves m WHERE m.record_id = i.record_id AND m.item_id = i.item_id)
-UNION
-SELECT to_record, item_id FROM moves
+UNION ALL
+SELECT m.to_record, m.item_id FROM moves m
+LEFT JOIN items i ON i.record_id = m.to_record AND i.item_id = m.item_id
+LEFT JOIN moves s ON s.record_id = m.to_record AND s.item_id = m.item_id
+WHERE i.record_id IS NULL OR s.record_id IS NOT NULL
 
 -- name: swap_publish_suppressed
 -- Tendency suppression: the items not moved, nothing arrives. (Through swap_publish, with its
@@ -303,22 +324,42 @@ FROM scored GROUP BY kind ORDER BY kind
 -- name: swap_count_rows
 SELECT count(*) FROM t
 
--- name: swap_hidden
--- Records with a tendency (either kind) and whether their published record still holds an item
--- of their original tendency category: hidden means it holds none (Defs. 3-4).
--- Counted by an anti-join (NOT EXISTS), not by a DISTINCT over the join: PostgreSQL planned the
--- DISTINCT as a parallel partial aggregate spilling to disk, which ran over 30 min at 10M
--- records; the anti-join takes 15 s there.
-WITH hidden AS (
-    SELECT t.kind FROM tend t
-    WHERE t.kind <> 'none' AND NOT EXISTS (
-        SELECT 1 FROM published p JOIN cats c ON c.item_id = p.item_id
-        WHERE p.record_id = t.record_id AND c.category = t.category
-    )
-),
-n AS (SELECT kind, count(*) AS n FROM tend WHERE kind <> 'none' GROUP BY kind),
-h AS (SELECT kind, count(*) AS h FROM hidden GROUP BY kind)
-SELECT n.kind, n.n, coalesce(h.h, 0) FROM n LEFT JOIN h ON h.kind = n.kind ORDER BY n.kind
+-- name: swap_published_figures
+-- The run's "hidden" and "tendency changed" counts per kind, in one pass over the published items
+-- of the records a swap touched (bound as `touched`: pairs, or tend itself to take every
+-- record). A record no swap touched is published exactly as it was, so it still shows its
+-- tendency: neither hidden nor changed, and it need not be read. Hidden (Defs. 3-4): the
+-- published record holds no item of the original tendency category. Changed: the published
+-- record has no tendency, or one of another category, by Eqs. 4-5 / Alg. 1 exactly as in
+-- swap_tendency (kind 'partial' when max WR * #categories > |t|, 'full' when one category and
+-- |t| > 1; ties to the smallest category id). A record whose published record is empty is both.
+WITH x AS (
+    SELECT t.record_id, t.kind, t.category FROM tend t
+    WHERE t.kind <> 'none' AND t.record_id IN (SELECT record_id FROM touched)
+), w AS (
+    SELECT p.record_id, c.category, count(*) AS weight
+    FROM published p
+    JOIN x ON x.record_id = p.record_id
+    JOIN cats c ON c.item_id = p.item_id
+    GROUP BY p.record_id, c.category
+), r AS (
+    SELECT record_id, sum(weight) AS len, count(*) AS ncat, max(weight) AS maxw
+    FROM w GROUP BY record_id
+), top AS (
+    SELECT record_id, category,
+           row_number() OVER (PARTITION BY record_id ORDER BY weight DESC, category) AS rn
+    FROM w
+)
+SELECT x.kind,
+       count(*) FILTER (WHERE own.record_id IS NULL) AS hidden,
+       count(*) FILTER (WHERE r.record_id IS NULL
+                        OR NOT (r.maxw * r.ncat > r.len OR (r.ncat = 1 AND r.len > 1))
+                        OR tp.category <> x.category) AS changed
+FROM x
+LEFT JOIN r ON r.record_id = x.record_id
+LEFT JOIN top tp ON tp.record_id = x.record_id AND tp.rn = 1
+LEFT JOIN w own ON own.record_id = x.record_id AND own.category = x.category
+GROUP BY x.kind ORDER BY x.kind
 
 -- name: swap_item_balance
 -- Per item, original and published occurrences: items lost, and items that gained (never
@@ -330,35 +371,42 @@ SELECT coalesce(sum(coalesce(fo.f, 0)), 0),
        count(*) FILTER (WHERE coalesce(fp.f, 0) > coalesce(fo.f, 0))
 FROM fo FULL OUTER JOIN fp ON fp.item_id = fo.item_id
 
--- name: swap_record_counts
-SELECT (SELECT count(DISTINCT record_id) FROM items), (SELECT count(DISTINCT record_id) FROM published)
-
--- name: swap_tendency_changed
--- Records with a tendency whose published record has no tendency, or one of another category
--- (a weaker reading of "hidden" than the loss of every tendency item).
-SELECT count(*) FROM tend t LEFT JOIN ptend p ON p.record_id = t.record_id
-WHERE t.kind <> 'none' AND (p.record_id IS NULL OR p.kind = 'none' OR p.category <> t.category)
+-- name: swap_verify_diff
+-- The records whose published item set differs from the original, with how many original items
+-- their published record lacks (gone) and how many it gained (came): one FULL OUTER JOIN of the
+-- two tables (EXCEPT both ways built two hash tables of every row: ~1.5x the time at 1M).
+SELECT coalesce(o.record_id, p.record_id) AS record_id,
+       count(o.record_id) AS gone, count(p.record_id) AS came
+FROM items o
+FULL OUTER JOIN published p ON p.record_id = o.record_id AND p.item_id = o.item_id
+WHERE o.record_id IS NULL OR p.record_id IS NULL
+GROUP BY coalesce(o.record_id, p.record_id)
 
 -- name: swap_verify_changed
--- The verifier's view of what a swap changed, from the original items, the published items and
--- the tendencies recomputed from the original: records whose item set differs, those of them
--- without a tendency (a swap never touches them), and those still holding an item of their
--- original tendency category (not hidden, Defs. 3-4).
-WITH diff AS (
-    SELECT record_id FROM (
-        SELECT record_id, item_id FROM items
-        EXCEPT SELECT record_id, item_id FROM published) AS gone
-    UNION
-    SELECT record_id FROM (
-        SELECT record_id, item_id FROM published
-        EXCEPT SELECT record_id, item_id FROM items) AS came
+-- The verifier's view of what a swap changed, over the changed records only (diff, from
+-- swap_verify_diff; tend: the tendencies recomputed from the original items, of at least these
+-- records): how many changed, those without a tendency (a swap never touches them), those
+-- still holding an item of their original tendency category (not hidden, Defs. 3-4), the
+-- hidden ones per kind, and the records that appeared (no original item) or were emptied (no
+-- published item).
+WITH pub AS (
+    SELECT p.record_id, count(*) FILTER (WHERE c.category = t.category) AS own
+    FROM published p
+    JOIN diff d ON d.record_id = p.record_id
+    LEFT JOIN tend t ON t.record_id = p.record_id
+    LEFT JOIN cats c ON c.item_id = p.item_id
+    GROUP BY p.record_id
 )
 SELECT count(*),
        count(*) FILTER (WHERE t.kind IS NULL OR t.kind = 'none'),
-       count(*) FILTER (WHERE t.kind <> 'none' AND EXISTS (
-           SELECT 1 FROM published p JOIN cats c ON c.item_id = p.item_id
-           WHERE p.record_id = d.record_id AND c.category = t.category))
-FROM diff d LEFT JOIN tend t ON t.record_id = d.record_id
+       count(*) FILTER (WHERE t.kind <> 'none' AND u.own > 0),
+       count(*) FILTER (WHERE t.kind = 'partial' AND coalesce(u.own, 0) = 0),
+       count(*) FILTER (WHERE t.kind = 'full' AND coalesce(u.own, 0) = 0),
+       count(*) FILTER (WHERE t.record_id IS NULL),
+       count(*) FILTER (WHERE u.record_id IS NULL)
+FROM diff d
+LEFT JOIN tend t ON t.record_id = d.record_id
+LEFT JOIN pub u ON u.record_id = d.record_id
 
 -- name: swap_verify_swappable_kinds
 -- Kinds (partial, full) held by records of at least two tendency categories: where a swap is

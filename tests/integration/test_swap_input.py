@@ -115,6 +115,19 @@ def test_verify_catches_a_lost_item(db: Backend, small: api.Dataset) -> None:
     assert "no item lost (similarity swapping never collides)" in result.details["failed_checks"]
 
 
+def test_verify_catches_a_record_moved_to_a_new_id(db: Backend, small: api.Dataset) -> None:
+    # Record and item counts stay as they were, yet one record is emptied and one appears.
+    run = anonymize(db, small, random_categories=2)
+    assert api.verify(db, small, run).ok
+    published = db.table(f"r{run.run_id}_items_1")
+    db.run(exp.update(published, {"record_id": exp.Literal.number(1000)},
+                      where="record_id = 1"))
+    result = api.verify(db, small, run)
+    assert not result.ok
+    assert (result.details["records_emptied"], result.details["records_appeared"]) == (1, 1)
+    assert "records with items kept" in result.details["failed_checks"]
+
+
 def test_cli_anonymize_and_verify(db_url: DbUrl, tmp_path: Path) -> None:
     runner = CliRunner()
     data = write(tmp_path / "s.dat", DATA)

@@ -59,7 +59,12 @@ from setanon_sql.io.hierarchy import default_attribute
 from setanon_sql.models.base import Model
 from setanon_sql.models.swap.categories import build_categories
 from setanon_sql.models.swap.destinations import Matcher, create_pairs_table
-from setanon_sql.models.swap.metrics import frequent_itemset_figures, item_balance, min_count
+from setanon_sql.models.swap.metrics import (
+    frequent_itemset_figures,
+    item_balance,
+    min_count,
+    tendency_figures,
+)
 from setanon_sql.models.swap.params import OPTIONS, SwapParams, parse_params
 from setanon_sql.models.swap.swapping import (
     KINDS,
@@ -68,13 +73,13 @@ from setanon_sql.models.swap.swapping import (
     publish,
     random_pairs,
 )
-from setanon_sql.models.swap.verify import hidden_counts, verify_swap
+from setanon_sql.models.swap.verify import verify_swap
 from setanon_sql.names import staging_table
 from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 from setanon_sql.workload import cap_items, check_itemset_mining
 
-_SCRATCH = ("tend", "ptend", "pool", "cand", "overlap", "accepted", "edges", "moves")
+_SCRATCH = ("tend", "pool", "cand", "overlap", "accepted", "edges", "live", "moves")
 
 
 def _bounded_items(backend: Backend, items: exp.Table, options: SwapParams, capped: exp.Table,
@@ -176,13 +181,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     published = context.table(f"items_{attribute.attr_no}")
     publish(backend, options.method, original, tables["moves"], published)
     lap("swap")
-    figures.update(hidden_counts(backend, published, tables["cats"], tables["tend"]))
-    backend.materialize(tables["ptend"], "swap_tendency",
-                        tables={"items": published, "cats": tables["cats"]})
-    changed = int(backend.scalar("swap_tendency_changed", tables={
-        "tend": tables["tend"], "ptend": tables["ptend"]}))
-    figures["tendency_changed_share"] = (changed / figures["tendency_records"]
-                                         if figures["tendency_records"] else 1.0)
+    touched = tables["tend"] if options.method == "suppress" else tables["pairs"]
+    figures.update(tendency_figures(backend, published, tables["cats"], tables["tend"],
+                                    touched, kinds))
     balance = item_balance(backend, original, published)
     figures.update(items_lost=balance["items_lost"], diss=balance["diss"])
     if options.metrics:

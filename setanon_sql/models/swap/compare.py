@@ -18,8 +18,11 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset, Run
 from setanon_sql.errors import InputError
-from setanon_sql.models.swap.metrics import frequent_itemset_figures, item_balance
-from setanon_sql.models.swap.verify import hidden_counts
+from setanon_sql.models.swap.metrics import (
+    frequent_itemset_figures,
+    item_balance,
+    tendency_figures,
+)
 from setanon_sql.names import run_table, staging_table
 
 
@@ -41,19 +44,12 @@ def compare_run(backend: Backend, dataset: Dataset, run: Run, swap_run: Run,
     attribute = next(a for a in dataset.set_attributes if a.attr_no == attr_no)
     original = backend.table(dataset.items_table(attribute))
     published = _published(backend, run, attr_no)
-    tend, ptend = backend.table(staging_table("tend")), backend.table(staging_table("ptend"))
-    figures: dict[str, Any] = {}
+    tend = backend.table(staging_table("tend"))
     try:
         backend.materialize(tend, "swap_tendency", tables={"items": original, "cats": cats})
-        backend.materialize(ptend, "swap_tendency", tables={"items": published, "cats": cats})
-        figures.update(hidden_counts(backend, published, cats, tend))
-        changed = int(backend.scalar("swap_tendency_changed",
-                                     tables={"tend": tend, "ptend": ptend}))
-        total = figures["tendency_records"]
-        figures["tendency_changed_share"] = changed / total if total else 1.0
+        figures = tendency_figures(backend, published, cats, tend, tend)
     finally:
         backend.drop_table(tend)
-        backend.drop_table(ptend)
     balance = item_balance(backend, original, published)
     figures.update(items_lost=balance["items_lost"], diss=balance["diss"])
     if supports:

@@ -116,21 +116,30 @@ class Matcher:
         Returns the last round number used and the pairs accepted.
         """
         b = self.backend
-        b.drop_table(self.tables["edges"])
-        b.materialize(self.tables["edges"], "swap_score_candidates", {"seed": self.seed},
+        edges, spare = self.tables["edges"], self.tables["live"]
+        b.drop_table(edges)
+        b.materialize(edges, "swap_score_candidates", {"seed": self.seed},
                       self._t("cand", "pool", "items", "cats"))
         total = 0
         while round_no < self.max_rounds:
             round_no += 1
             b.drop_table(self.tables["accepted"])
             b.materialize(self.tables["accepted"], "swap_greedy_accept",
-                          tables=self._t("edges", "pairs"))
+                          tables={"edges": edges})
             accepted = self._insert(kind, round_no)
             history.rounds.append((stage, size, n_categories, accepted))
             size -= 2 * accepted
             total += accepted
             if not accepted:
                 break
+            # Keep only the edges whose two records are still free: the next round needs no
+            # anti-join on every pair, and it reads fewer edges as the pool empties.
+            b.drop_table(spare)
+            b.materialize(spare, "swap_live_edges",
+                          tables={"edges": edges, "accepted": self.tables["accepted"]})
+            b.drop_table(edges)
+            edges, spare = spare, edges
+        b.drop_table(spare)
         return round_no, total
 
     def _candidates(self, statement: str, params: dict[str, int]) -> None:

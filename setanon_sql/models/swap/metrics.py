@@ -10,7 +10,7 @@ at 0.2%-0.5% have at most 3 items).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlglot import condition, exp
@@ -127,3 +127,31 @@ def item_balance(backend: Backend, original: exp.Table, published: exp.Table) ->
     return {"item_occurrences": total, "items_lost": total - published_total,
             "items_gained_kinds": int(gained),
             "diss": int(changed) / total if total else 0.0}
+
+
+def tendency_figures(backend: Backend, published: exp.Table, cats: exp.Table, tend: exp.Table,
+                     touched: exp.Table,
+                     totals: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Records with a tendency, how many are hidden, and how many changed tendency.
+
+    "Hidden": the published record holds no item of its original tendency category (Defs.
+    3-4); "changed": its published tendency is absent or of another category. Both come from
+    one pass (``swap_published_figures``) over the published items of the records in
+    ``touched`` (the run's pairs; ``tend`` itself to read every record): a record outside it
+    is published as it was, so it is neither. The totals per kind are counted in ``tend``,
+    one row per record, unless the caller knows them (``totals``, records per kind).
+    """
+    if totals is None:
+        totals = dict(backend.query("swap_tendency_counts", tables={"tend": tend}))
+    totals = {kind: int(n) for kind, n in totals.items() if kind != "none" and n}
+    rows = backend.query("swap_published_figures", tables={
+        "published": published, "cats": cats, "tend": tend, "touched": touched})
+    counted = {kind: (int(hidden), int(changed)) for kind, hidden, changed in rows}
+    total = sum(totals.values())
+    hidden = sum(h for h, _ in counted.values())
+    changed = sum(c for _, c in counted.values())
+    return {"tendency_records": total, "hidden_records": hidden,
+            "hidden_share": hidden / total if total else 1.0,
+            "hidden_by_kind": {kind: {"records": n, "hidden": counted.get(kind, (0, 0))[0]}
+                               for kind, n in sorted(totals.items())},
+            "tendency_changed_share": changed / total if total else 1.0}

@@ -10,9 +10,10 @@ records exchange all their items.
 
 from __future__ import annotations
 
-from sqlglot import exp
+from sqlglot import condition, exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.sqlrender import parsed
 
 KINDS = ("full", "partial")
 
@@ -23,6 +24,23 @@ def build_tendency(backend: Backend, items: exp.Table, cats: exp.Table,
     backend.materialize(tend, "swap_tendency", tables={"items": items, "cats": cats})
     counts = dict(backend.query("swap_tendency_counts", tables={"tend": tend}))
     return {kind: int(counts.get(kind, 0)) for kind in ("none", *KINDS)}
+
+
+def tendency_query(listed_only: bool) -> str | exp.Expr:
+    """``swap_tendency``, or with ``listed_only`` the same for the records of a table bound as
+    ``records`` only.
+
+    A record's tendency (Eqs. 4-5, Alg. 1) depends on its own items and the categories alone,
+    so the restricted query gives exactly the rows the whole one gives for those records. The
+    restriction is a filter added to the statement's per-category weights, so the formula is
+    written once, in ``sql/swap.sql``.
+    """
+    if not listed_only:
+        return "swap_tendency"
+    tree = parsed("swap_tendency").copy()
+    weights = next(cte for cte in tree.find_all(exp.CTE) if cte.alias == "w").this
+    weights.where(condition("i.record_id IN (SELECT record_id FROM records)"), copy=False)
+    return tree
 
 
 def random_pairs(backend: Backend, tend: exp.Table, pairs: exp.Table, seed: int) -> None:
