@@ -100,7 +100,8 @@ def profile(log: list[tuple[str, float]]) -> str:
     """Seconds per working table (CREATE TABLE r<run>_<purpose>_<version>) or other statement."""
     totals: dict[str, list[float]] = {}
     for sql, seconds in log:
-        found = re.search(r'CREATE TABLE (?:"[^"]+"\.)*"r[0-9]+_([a-z0-9_]+?)(?:_[0-9]+)?"', sql)
+        found = re.search(r'CREATE (?:UNLOGGED )?TABLE (?:"[^"]+"\.)*'
+                          r'"r[0-9]+_([a-z0-9_]+?)(?:_[0-9]+)?"', sql)
         key = found.group(1) if found else " ".join(sql.split())[:70]
         entry = totals.setdefault(key, [0.0, 0])
         entry[0] += seconds

@@ -88,16 +88,23 @@ class Backend(ABC):
         query: Statement,
         params: Params = None,
         tables: TableBinding | None = None,
+        working: bool = False,
     ) -> None:
         """``CREATE TABLE target AS query`` and refresh the planner's statistics.
 
         The step every algorithm is made of: a new table from old ones. ``query`` is a named
-        SELECT statement or a sqlglot expression.
+        SELECT statement or a sqlglot expression. ``working``: a table the run drops itself
+        and never publishes, which the engine may build without crash safety
+        (:meth:`working_table_properties`).
         """
         tree = sqlrender.parsed(query) if isinstance(query, str) else query
         if tables:
             tree = sqlrender.bind_tables(tree, tables)
-        self.run(exp.Create(this=target.copy(), kind="TABLE", expression=tree), params)
+        create = exp.Create(this=target.copy(), kind="TABLE", expression=tree)
+        properties = self.working_table_properties() if working else []
+        if properties:
+            create.set("properties", exp.Properties(expressions=properties))
+        self.run(create, params)
         self.analyze(target)
 
     def drop_table(self, table: exp.Table) -> None:
@@ -222,6 +229,14 @@ class Backend(ABC):
 
     def create_access_index(self, table: exp.Table, columns: Sequence[str]) -> None:  # noqa: B027
         """Index ``table`` on ``columns`` where the engine profits from it (a no-op by default)."""
+
+    def working_table_properties(self) -> list[exp.Expr]:
+        """Properties of a working table (``materialize(..., working=True)``); none by default.
+
+        A working table lives for one run and is rebuilt, not recovered, after a crash, so an
+        engine may skip what makes a table durable (PostgreSQL: UNLOGGED, no write-ahead log).
+        """
+        return []
 
     def analyze(self, table: exp.Table) -> None:  # noqa: B027
         """Refresh the planner's statistics of a table just built (a no-op where automatic).

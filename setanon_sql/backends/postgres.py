@@ -16,6 +16,7 @@ from setanon_sql.errors import (
     DatabaseError,
     InputError,
     PermissionDeniedError,
+    UsageError,
     one_line,
 )
 
@@ -26,6 +27,14 @@ _COPY_LINE = re.compile(r"\bline (\d+)")
 # COPY's csv options need one-byte characters; these control bytes stand in for "no quoting".
 _NO_QUOTE = "\x01"
 _NO_DELIMITER = "\x02"
+# Session settings a PostgreSQL URL may carry (``postgresql://.../db?work_mem=256MB``), set for
+# setanon's own connection only (SET), never for the server or other sessions.
+POSTGRES_SETTINGS = ("work_mem",)
+# The memory one sort or hash of a statement may use before it spills to disk, applied when
+# nobody configured it (pg_settings.source is 'default': not the server's file, ALTER ROLE or
+# DATABASE, nor the URL's options). PostgreSQL's built-in 4MB made the kanon steps' joins and
+# groupings over a million records write and reread temporary files (BENCHMARKS.md, kanon).
+DEFAULT_WORK_MEM = "256MB"
 
 
 def _literal(value: str) -> str:
@@ -39,7 +48,8 @@ def connect_args(url: URL) -> dict[str, Any]:
     in the URL) arrives intact. Query parameters (sslmode=..., host=/socket/dir) pass through.
     """
     args: dict[str, Any] = {key: value[-1] if isinstance(value, tuple) else value
-                            for key, value in url.query.items()}
+                            for key, value in url.query.items()
+                            if key not in POSTGRES_SETTINGS}
     for key, value in (("host", url.host), ("port", url.port), ("user", url.username),
                        ("password", url.password), ("dbname", url.database)):
         if value not in (None, ""):
@@ -71,6 +81,26 @@ class PostgresBackend(Backend):
             # A killed setanon process must not leave its statement running for minutes (and
             # its dataset lock held): the server polls the socket and cancels once we are gone.
             self._con.execute("SET client_connection_check_interval = '2s'")
+        self._apply_settings({key: value[-1] if isinstance(value, tuple) else value
+                              for key, value in url.query.items() if key in POSTGRES_SETTINGS})
+
+    def _apply_settings(self, settings: dict[str, str]) -> None:
+        """SET the URL's session settings; work_mem gets a default where nobody set it."""
+        if "work_mem" not in settings:
+            source = self.execute("SELECT source FROM pg_settings WHERE name = 'work_mem'",
+                                  fetch=True)[0][0]
+            if source != "default":
+                return
+            settings = {**settings, "work_mem": DEFAULT_WORK_MEM}
+        for key, value in settings.items():
+            try:
+                self._con.execute("SELECT set_config(%s, %s, false)", (key, value))
+            except self._psycopg.Error as error:
+                self.close()
+                raise UsageError(
+                    f"database URL setting {key}={value!r} is not valid for PostgreSQL "
+                    f"({self._scrubbed(one_line(error))}); write a size such as {key}=256MB"
+                ) from None
 
     def describe(self) -> str:
         return self._url.render_as_string(hide_password=True)
@@ -215,6 +245,11 @@ class PostgresBackend(Backend):
             f"CREATE INDEX {exp.to_identifier(index_name, quoted=True).sql('postgres')} "
             f"ON {table.sql(dialect='postgres')} ({cols})"
         )
+
+    def working_table_properties(self) -> list[exp.Expr]:
+        # No write-ahead log for a table the run drops itself: building the kanon steps' tables
+        # (10M rows each at 1M records) wrote every row twice, to the table and to the WAL.
+        return [exp.UnloggedProperty()]
 
     def analyze(self, table: exp.Table) -> None:
         self.execute(f"ANALYZE {table.sql(dialect='postgres')}")

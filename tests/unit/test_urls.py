@@ -27,6 +27,9 @@ ENCODED = "p%40ss%3Aw%2Frd"
     ("postgresql://me:pw@h/shop?sslmode=require&application_name=setanon",
      {"host": "h", "user": "me", "password": "pw", "dbname": "shop", "sslmode": "require",
       "application_name": "setanon"}),
+    # setanon's own session settings are SET after connecting, not passed to libpq.
+    ("postgresql://me@h/shop?work_mem=64MB&sslmode=require",
+     {"host": "h", "user": "me", "dbname": "shop", "sslmode": "require"}),
 ])
 def test_postgres_urls_become_psycopg_arguments(url: str, expected: dict) -> None:
     assert connect_args(make_url(url)) == expected

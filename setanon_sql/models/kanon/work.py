@@ -1,7 +1,9 @@
 """The run's working tables, versioned: a step builds the next version from the current ones.
 
 "New table = query(old tables)" instead of updates: ``build`` materializes the next version of a
-logical table (``state_3`` after ``state_2``) and drops the one it replaces.
+logical table (``state_3`` after ``state_2``) and drops the one it replaces. They are working
+tables (``materialize(..., working=True)``): the run drops them all, and publishes new tables
+built from them, so the engine need not make them crash-safe.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class Work:
         """Materialize the next version of ``purpose`` and drop the previous one."""
         self._counter += 1
         target = self.context.table(f"{purpose}_{self._counter}")
-        self.backend.materialize(target, query, params, tables)
+        self.backend.materialize(target, query, params, tables, working=True)
         self.drop(purpose)
         self._version[purpose] = self._counter
         return target
