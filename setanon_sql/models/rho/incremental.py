@@ -5,8 +5,9 @@ each loses exactly one (R's). So after a round, the itemsets of the touched reco
 deleted item are enumerated (level-wise, as in :mod:`.qids`, but over the touched records
 only), counted, and subtracted from the support table: the rest of the table is copied, not
 recounted. On BMS-WebView-2 (``--m 1``) enumerating and grouping every record's itemsets was
-75% of a round. The records C(X) of a chosen rule are found by joining the current table once
-per item of X (the full level tables are not kept). A qid keeps the buffer it was given when the
+75% of a round. The records C(X) of a chosen rule are found from the records of its rarest item,
+then checked against the current table once per other item of X (the full level tables are not
+kept). A qid keeps the buffer it was given when the
 supports were last counted in full (``first_rec``); the buffers only order the work, the check
 that ends the run is over every buffer.
 """
@@ -78,35 +79,76 @@ def mismatch_query(kept: exp.Table, fresh: exp.Table, width: int) -> exp.Select:
             .join(with_alias(fresh, "b"), on=on, join_type="full").where(differs))
 
 
-def members_from_cur(backend: Backend, chosen: exp.Table, cur: exp.Table,
-                     width: int) -> exp.Select:
-    """(rule_id, rnk, record_id, hkey): the records of ``cur`` holding every item of X.
+def pivot_query(chosen: exp.Table, istat: exp.Table, width: int) -> exp.Select:
+    """(rule_id, pivot): the item of each chosen rule's X held by the fewest records now.
+
+    C(X) is found from the records of this one item (:func:`member_step_query`). Joining from
+    x1, the smallest item id, expanded each rule to every record of what is often a popular
+    page (thousands of rows per rule) before the other items filtered them: 43% of a whole
+    BMS-WebView-1 ``--m 3`` run. Ties go to the smaller item id.
+    """
+    parts: list[exp.Select] = []
+    for x in xs(width):
+        parts.append(
+            exp.select(col("rule_id", "c"), col(x, "c").as_("item_id", quoted=True),
+                       col("n", "i"))
+            .from_(with_alias(chosen, "c"))
+            .join(with_alias(istat, "i"), on=exp.and_(col("part", "i").eq(col("part", "c")),
+                                                      col("item_id", "i").eq(col(x, "c")))))
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    order = exp.Order(expressions=[exp.Ordered(this=col("n")), exp.Ordered(this=col("item_id"))])
+    choice = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id")], order=order)
+    ranked = exp.select(col("rule_id"), col("item_id"), choice.as_("choice", quoted=True)).from_(
+        union.subquery("u"))
+    return (exp.select(col("rule_id"), col("item_id").as_("pivot", quoted=True))
+            .from_(ranked.subquery("r")).where(col("choice").eq(exp.Literal.number(1))))
+
+
+def member_start_query(chosen: exp.Table, pivots: exp.Table, cur: exp.Table,
+                       width: int) -> exp.Select:
+    """(rule_id, rnk, x1..x_width, record_id): the records of ``cur`` holding the rule's pivot."""
+    return (exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
+                       col("record_id", "t"))
+            .from_(with_alias(chosen, "c"))
+            .join(with_alias(pivots, "p"), on=col("rule_id", "p").eq(col("rule_id", "c")))
+            .join(with_alias(cur, "t"), on=exp.and_(col("part", "t").eq(col("part", "c")),
+                                                    col("item_id", "t").eq(col("pivot", "p")))))
+
+
+def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -> exp.Select:
+    """The rows of ``previous`` whose record holds x_j too (or whose X has no j-th item).
+
+    One materialized step per item, so that each is a hash join of the (small) candidate rows
+    with ``cur`` on (record_id, item_id), in this order: the planner reordering one query
+    joined from the popular items first (BENCHMARKS.md, rho, "Whole files at --m 3").
+    ``cur`` holds each (record, item) once, so the left join adds no row.
+    """
+    x = f"x{j}"
+    hit = exp.and_(col("record_id", "t").eq(col("record_id", "m")),
+                   col("item_id", "t").eq(col(x, "m")))
+    return (exp.select(col("rule_id", "m"), col("rnk", "m"), *(col(c, "m") for c in xs(width)),
+                        col("record_id", "m"))
+            .from_(with_alias(previous, "m"))
+            .join(with_alias(cur, "t"), on=hit, join_type="left")
+            .where(exp.or_(col(x, "m").eq(exp.Literal.number(0)),
+                           exp.not_(col("item_id", "t").is_(exp.null())))))
+
+
+def members_query(backend: Backend, found: exp.Table) -> exp.Select:
+    """(rule_id, rnk, record_id, hkey): the records C(X) of each chosen rule, in ``found``.
 
     ``hkey`` = md5(seed:round:rule:record), compared byte-wise, orders a rule's records at
     random, so the records that lose an item are reproducible from ``:seed`` and the same on
     every backend (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
     """
     text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
-            exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t1"), "TEXT")]
+            exp.cast(col("rule_id", "m"), "TEXT"), exp.cast(col("record_id", "m"), "TEXT")]
     joined: exp.Expr = text[0]
     for piece in text[1:]:
         joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
                            expression=piece)
     hkey = backend.binary_sort_key(exp.func("md5", joined))
-    parts: list[exp.Select] = []
-    for k in range(2, width + 1):
-        query = (exp.select(col("rule_id", "c"), col("rnk", "c"), col("record_id", "t1"),
-                            hkey.copy().as_("hkey", quoted=True))
-                 .from_(with_alias(chosen, "c"))
-                 .join(with_alias(cur, "t1"), on=exp.and_(
-                     col("part", "t1").eq(col("part", "c")),
-                     col("item_id", "t1").eq(col("x1", "c")))))
-        for j in range(2, k + 1):
-            query = query.join(with_alias(cur, f"t{j}"), on=exp.and_(
-                col("record_id", f"t{j}").eq(col("record_id", "t1")),
-                col("item_id", f"t{j}").eq(col(f"x{j}", "c"))))
-        parts.append(query.where(col("size", "c").eq(exp.Literal.number(k))))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return exp.select("*").from_(union.subquery("m"))
+    return exp.select(col("rule_id", "m"), col("rnk", "m"), col("record_id", "m"),
+                      hkey.as_("hkey", quoted=True)).from_(with_alias(found, "m"))

@@ -29,8 +29,11 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
     delta_query,
-    members_from_cur,
+    member_start_query,
+    member_step_query,
+    members_query,
     mismatch_query,
+    pivot_query,
     subtract_statement,
     touched_query,
 )
@@ -46,7 +49,8 @@ from setanon_sql.models.rho.suppression import (
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
-WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "picks", "blocked", "dels")
+WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
+               "picks", "blocked", "dels")
 
 
 @dataclass
@@ -187,6 +191,26 @@ class Suppressor:
         self.backend.drop_table(table)
         return table
 
+    def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
+                 round_no: int) -> exp.Table:
+        """The records C(X) of every chosen rule: those of its rarest item, then one
+        materialized semi-join per item of X (see :func:`.incremental.member_step_query`)."""
+        backend = self.backend
+        pivots = self._fresh("pivots")
+        backend.materialize(pivots, pivot_query(chosen, istat, self.width))
+        found = self._fresh("found0")
+        backend.materialize(found, member_start_query(chosen, pivots, cur, self.width))
+        for j in range(1, self.width + 1):
+            following = self._fresh(f"found{j % 2}")
+            backend.materialize(following, member_step_query(found, cur, self.width, j))
+            backend.drop_table(found)
+            found = following
+        members = self._fresh("members")
+        backend.materialize(members, members_query(backend, found),
+                            {"seed": self.context.seed or 0, "round": round_no})
+        backend.drop_table(found)
+        return members
+
     def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
                   round_no: int) -> exp.Table:
         """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
@@ -204,9 +228,7 @@ class Suppressor:
         chosen = self._fresh("chosen")
         backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
                             {"cand": cand, "istat": istat, "rules": rules})
-        members = self._fresh("members")
-        backend.materialize(members, members_from_cur(backend, chosen, cur, self.width),
-                            {"seed": self.context.seed or 0, "round": round_no})
+        members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         backend.materialize(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")
