@@ -28,7 +28,9 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
+    build_lost_levels,
     delta_query,
+    member_level_query,
     member_start_query,
     member_step_query,
     members_query,
@@ -38,7 +40,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_levels, build_supports, unsafe_rules_query
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
 from setanon_sql.models.rho.rulekeep import kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -68,6 +70,8 @@ class Suppressor:
     mismatches: int = 0
     counts: int = 0
     rule_tables: int = 0
+    levels: tuple[exp.Table, ...] = ()
+    level_rows: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -126,8 +130,8 @@ class Suppressor:
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels,
                             "seconds": round(time.perf_counter() - started, 3)})
-        for table in (supx, rules, *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur",
-                                                              "delta"))):
+        for table in (supx, rules, *self.levels,
+                      *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur", "delta"))):
             backend.drop_table(table)
         return cur, history
 
@@ -156,31 +160,38 @@ class Suppressor:
         return rules
 
     def _recount(self, cur: exp.Table) -> exp.Table:
-        """Every itemset's support counted from scratch, beside the kept ones (levels dropped)."""
+        """Every itemset's support counted from scratch, beside the kept ones.
+
+        The level tables (every (record, itemset) of ``cur``) are kept until the next count:
+        :meth:`_members` may read C(X) from them.
+        """
         self.counts += 1
         generation = f"supx{self.counts % 2}"
 
         def table(purpose: str) -> exp.Table:
             return self._table(generation if purpose == "supx" else purpose)
 
+        for level in self.levels:
+            self.backend.drop_table(level)
         levels, counted = build_supports(self.backend, table, cur, self.width, self.sens,
                                          self.max_q)
-        for level in levels:
-            self.backend.drop_table(level)
+        self.levels = tuple(levels)
+        self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
+                              for level in levels[1:])
         return counted
 
     def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table) -> exp.Table:
         """Subtract ``dels`` from the supports (in place); returns the changed itemsets (delta).
 
-        Only the touched records' itemsets are enumerated.
+        Only the itemsets the touched records lose are enumerated.
         """
         backend = self.backend
         tcur = self._fresh("tcur")
         backend.materialize(tcur, touched_query(cur, dels))
-        levels = build_levels(backend, self._table, tcur, self.width, "tlvl", self.sens,
-                              self.max_q)
+        levels = build_lost_levels(backend, self._table, tcur, self.width, self.sens,
+                                   self.max_q)
         delta = self._fresh("delta")
-        backend.materialize(delta, delta_query(levels, dels, self.width))
+        backend.materialize(delta, delta_query(levels, self.width))
         for level in levels:
             backend.drop_table(level)
         backend.run(subtract_statement(supx, delta, self.width))
@@ -193,13 +204,19 @@ class Suppressor:
 
     def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
                  round_no: int) -> exp.Table:
-        """The records C(X) of every chosen rule: those of its rarest item, then one
-        materialized semi-join per item of X (see :func:`.incremental.member_step_query`)."""
+        """The records C(X) of every chosen rule: those of its rarest item, or those that held X
+        at the last full count when that is fewer rows to read, then one materialized
+        semi-join per item of X (see :func:`.incremental.member_step_query`). Either way the
+        same set, so the same output."""
         backend = self.backend
         pivots = self._fresh("pivots")
         backend.materialize(pivots, pivot_query(chosen, istat, self.width))
+        by_pivot = int(backend.scalar(exp.select(exp.func("coalesce", exp.func(
+            "sum", exp.column("n", quoted=True)), exp.Literal.number(0))).from_(pivots.copy())))
         found = self._fresh("found0")
-        backend.materialize(found, member_start_query(chosen, pivots, cur, self.width))
+        backend.materialize(found, member_level_query(chosen, list(self.levels), self.width)
+                            if self.levels and by_pivot > self.level_rows
+                            else member_start_query(chosen, pivots, cur, self.width))
         for j in range(1, self.width + 1):
             following = self._fresh(f"found{j % 2}")
             backend.materialize(following, member_step_query(found, cur, self.width, j))
