@@ -41,7 +41,7 @@ from setanon_sql.models.rho.incremental import (
 )
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
-from setanon_sql.models.rho.rulekeep import kept_rules_query
+from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
     blocked_rules_query,
@@ -52,7 +52,7 @@ from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
 WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
-               "picks", "blocked", "dels")
+               "picks", "blocked", "dels", "changed")
 
 
 @dataclass
@@ -120,8 +120,10 @@ class Suppressor:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
             delta = self._subtract(supx, cur, dels)
-            rules = self._rules(kept_rules_query(rules, supx, delta, self.sens, win, self.width,
-                                                 self.max_q), rules)
+            changed = self._fresh("changed")
+            backend.materialize(changed, changed_query(supx, delta, self.width))
+            rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
+                                                 self.width, self.max_q), rules)
             following = self._fresh(f"cur{self.stage}x{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
