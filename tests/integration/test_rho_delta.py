@@ -18,6 +18,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
+    gone_query,
     member_level_query,
     member_start_query,
     member_step_query,
@@ -97,12 +98,16 @@ def test_members_are_the_records_holding_every_item_of_x(db: Backend, seed: int,
     pivots = db.table("t_pivots")
     db.materialize(pivots, pivot_query(chosen, istat, 3))
     found = db.table("t_found0")
-    db.materialize(found, member_start_query(chosen, pivots, cur, 3) if start == "pivot"
-                   else member_level_query(chosen, levels, 3))
-    for j in range(1, 4):
-        following = db.table(f"t_found{j}")
-        db.materialize(following, member_step_query(found, cur, 3, j))
-        found = following
+    if start == "pivot":
+        db.materialize(found, member_start_query(chosen, pivots, cur, 3))
+        for j in range(1, 4):
+            following = db.table(f"t_found{j}")
+            db.materialize(following, member_step_query(found, cur, 3, j))
+            found = following
+    else:
+        gone = db.table("t_gone")
+        db.materialize(gone, gone_query(levels[0], cur))
+        db.materialize(found, member_level_query(chosen, levels, gone, 3))
     got = sorted((int(r), int(rec)) for r, rec in db.query(
         exp.select("rule_id", "record_id").from_(found)))
     want = sorted((n, r) for n, x in enumerate(xsets, 1) for r, items in recs.items()

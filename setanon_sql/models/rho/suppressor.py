@@ -30,6 +30,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
+    gone_query,
     member_level_query,
     member_start_query,
     member_step_query,
@@ -52,7 +53,7 @@ from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
 WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
-               "picks", "blocked", "dels", "changed")
+               "picks", "blocked", "dels", "changed", "gone")
 
 
 @dataclass
@@ -206,24 +207,33 @@ class Suppressor:
 
     def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
                  round_no: int) -> exp.Table:
-        """The records C(X) of every chosen rule: those of its rarest item, or those that held X
-        at the last full count when that is fewer rows to read, then one materialized
-        semi-join per item of X (see :func:`.incremental.member_step_query`). Either way the
-        same set, so the same output."""
+        """The records C(X) of every chosen rule: those that held X at the last full count and
+        lost none of it since (:func:`.incremental.member_level_query`), or, when that reads
+        fewer rows, those of X's rarest item, then one materialized semi-join per item of X
+        (:func:`.incremental.member_step_query`). Either way the same set, so the same output."""
         backend = self.backend
         pivots = self._fresh("pivots")
         backend.materialize(pivots, pivot_query(chosen, istat, self.width))
         by_pivot = int(backend.scalar(exp.select(exp.func("coalesce", exp.func(
             "sum", exp.column("n", quoted=True)), exp.Literal.number(0))).from_(pivots.copy())))
         found = self._fresh("found0")
-        backend.materialize(found, member_level_query(chosen, list(self.levels), self.width)
-                            if self.levels and by_pivot > self.level_rows
-                            else member_start_query(chosen, pivots, cur, self.width))
+        if self.levels and by_pivot > self.level_rows:
+            gone = self._fresh("gone")
+            backend.materialize(gone, gone_query(self.levels[0], cur))
+            backend.materialize(found, member_level_query(chosen, list(self.levels), gone,
+                                                          self.width))
+            return self._hashed(found, round_no)
+        backend.materialize(found, member_start_query(chosen, pivots, cur, self.width))
         for j in range(1, self.width + 1):
             following = self._fresh(f"found{j % 2}")
             backend.materialize(following, member_step_query(found, cur, self.width, j))
             backend.drop_table(found)
             found = following
+        return self._hashed(found, round_no)
+
+    def _hashed(self, found: exp.Table, round_no: int) -> exp.Table:
+        """The members with their random order key (:func:`.incremental.members_query`)."""
+        backend = self.backend
         members = self._fresh("members")
         backend.materialize(members, members_query(backend, found),
                             {"seed": self.context.seed or 0, "round": round_no})
