@@ -2,53 +2,128 @@
 
 Suppressing item d from record R changes only the supports of the itemsets of R that contain d:
 each loses exactly one (R's). So after a round, the itemsets of the touched records that hold a
-deleted item are enumerated (level-wise, as in :mod:`.qids`, but over the touched records
-only), counted, and subtracted from the support table: the rest of the table is copied, not
-recounted. On BMS-WebView-2 (``--m 1``) enumerating and grouping every record's itemsets was
-75% of a round. The records C(X) of a chosen rule are found by joining the current table once
-per item of X (the full level tables are not kept). A qid keeps the buffer it was given when the
-supports were last counted in full (``first_rec``); the buffers only order the work, the check
-that ends the run is over every buffer.
+deleted item are enumerated (level-wise, as in :mod:`.qids`, but over the touched records only
+and through a deleted item, :func:`lost_level_query`), counted, and subtracted from the support
+table: the rest of the table is not recounted. On BMS-WebView-2 (``--m 1``) enumerating and
+grouping every record's itemsets was 75% of a round. The records C(X) of a chosen rule are found
+from the records of its rarest item, then checked against the current table once per other item
+of X (the full level tables are not kept). A qid keeps the buffer it was given when the supports
+were last counted in full (``first_rec``); the buffers only order the work, the check that ends
+the run is over every buffer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, placeholder, xs
+from setanon_sql.models.rho.qids import col, holds_sensitive, placeholder, xs
 from setanon_sql.sqlrender import with_alias
 
 
 def touched_query(cur: exp.Table, dels: exp.Table) -> exp.Select:
-    """The rows of ``cur`` of every record that loses an occurrence this round."""
-    touched = exp.select(exp.Literal.number(1)).from_(with_alias(dels, "d")).where(
-        col("record_id", "d").eq(col("record_id", "c")))
-    return (exp.select(col("record_id", "c"), col("item_id", "c"), col("part", "c"))
-            .from_(with_alias(cur, "c")).where(exp.Exists(this=touched)))
+    """The rows of ``cur`` of every record that loses an occurrence this round, with
+    ``gone`` = 1 on the occurrences it loses."""
+    touched = exp.select(exp.Literal.number(1)).from_(with_alias(dels, "t")).where(
+        col("record_id", "t").eq(col("record_id", "c")))
+    gone = exp.Case(ifs=[exp.If(this=col("item_id", "d").is_(exp.null()),
+                                true=exp.Literal.number(0))],
+                    default=exp.Literal.number(1))
+    return (exp.select(col("record_id", "c"), col("item_id", "c"), col("part", "c"),
+                       gone.as_("gone", quoted=True))
+            .from_(with_alias(cur, "c"))
+            .join(with_alias(dels, "d"), on=exp.and_(
+                col("record_id", "d").eq(col("record_id", "c")),
+                col("item_id", "d").eq(col("item_id", "c"))), join_type="left")
+            .where(exp.Exists(this=touched)))
 
 
-def delta_query(levels: list[exp.Table], dels: exp.Table, width: int) -> exp.Select:
-    """(part, x1..x_width, dn): how many touched records lose each itemset this round.
+def ys(k: int) -> list[str]:
+    return [f"y{j}" for j in range(1, k + 1)]
 
-    A record loses an itemset iff one of the itemset's items is deleted from it.
+
+def lost_level_query(tcur: exp.Table, previous: exp.Table | None, k: int,
+                     sens: exp.Table | None = None) -> exp.Select:
+    """Level k of the itemsets a touched record loses: (part, record_id, a, y1..y_{k-1}).
+
+    A record loses X iff X holds one of its deleted items; ``a`` is the smallest of them and
+    Y = X - {a} (increasing) holds no deleted item below ``a``, so each lost (record, X) is
+    one row. Enumerating every itemset of the touched records and keeping those with a deleted
+    item (as before) grew as C(len, k) for the long records that lose an item or two: the
+    itemsets through a deleted item grow as (lost items)·C(len - 1, k - 1). With ``sens``, only
+    the itemsets holding a sensitive item (see :func:`.qids.level_query`).
     """
+    if k == 1:
+        first = (exp.select(col("part"), col("record_id"), col("item_id").as_("a", quoted=True))
+                 .from_(tcur.copy()).where(col("gone").eq(exp.Literal.number(1))))
+        return first if sens is None else first.where(holds_sensitive(sens, [col("item_id")]))
+    assert previous is not None
+    conditions = [col("record_id", "c").eq(col("record_id", "p")),
+                  col("item_id", "c").neq(col("a", "p")),
+                  exp.or_(col("gone", "c").eq(exp.Literal.number(0)),
+                          col("item_id", "c") > col("a", "p"))]
+    if k > 2:
+        conditions.append(col("item_id", "c") > col(f"y{k - 2}", "p"))
+    query = (exp.select(col("part", "p"), col("record_id", "p"), col("a", "p"),
+                        *(col(y, "p") for y in ys(k - 2)),
+                        col("item_id", "c").as_(f"y{k - 1}", quoted=True))
+             .from_(with_alias(previous, "p")).join(with_alias(tcur, "c"),
+                                                    on=exp.and_(*conditions)))
+    if sens is not None:
+        query = query.where(holds_sensitive(
+            sens, [col("a", "p"), *(col(y, "p") for y in ys(k - 2)), col("item_id", "c")]))
+    return query
+
+
+def sorted_items(k: int) -> list[exp.Expr]:
+    """x1..xk: ``a`` inserted into the increasing y1..y_{k-1}."""
+    a = col("a")
+    out: list[exp.Expr] = []
+    for i in range(1, k + 1):
+        ifs: list[exp.If] = []
+        if i <= k - 1:
+            ifs.append(exp.If(this=col(f"y{i}") < a, true=col(f"y{i}")))
+        if i == 1:
+            out.append(exp.Case(ifs=ifs, default=a.copy()) if ifs else a.copy())
+            continue
+        ifs.append(exp.If(this=col(f"y{i - 1}") < a.copy(), true=a.copy()))
+        out.append(exp.Case(ifs=ifs, default=col(f"y{i - 1}")))
+    return out
+
+
+def delta_query(levels: list[exp.Table], width: int) -> exp.Select:
+    """(part, x1..x_width, dn): how many touched records lose each itemset this round."""
     parts: list[exp.Select] = []
     for k, level in enumerate(levels, start=1):
-        present = [col(x, "l") for x in xs(k)]
-        hit = exp.select(exp.Literal.number(1)).from_(with_alias(dels, "d")).where(exp.and_(
-            col("record_id", "d").eq(col("record_id", "l")),
-            col("item_id", "d").isin(*[c.copy() for c in present])))
+        itemsets = exp.select(col("part"), *(x.as_(f"x{i}", quoted=True)
+                                             for i, x in enumerate(sorted_items(k), 1))
+                              ).from_(level.copy())
+        present = [col(x) for x in xs(k)]
         padding = [exp.Literal.number(0).as_(x, quoted=True) for x in xs(width)[k:]]
         parts.append(
-            exp.select(col("part", "l"), *(c.as_(c.name, quoted=True) for c in present),
-                       *padding, exp.func("count", exp.Star()).as_("dn", quoted=True))
-            .from_(with_alias(level, "l")).where(exp.Exists(this=hit))
-            .group_by(col("part", "l"), *[c.copy() for c in present]))
+            exp.select(col("part"), *present, *padding,
+                       exp.func("count", exp.Star()).as_("dn", quoted=True))
+            .from_(itemsets.subquery("l")).group_by(col("part"), *[c.copy() for c in present]))
     query: exp.Query = parts[0]
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
     return exp.select("*").from_(query.subquery("u"))
+
+
+def build_lost_levels(backend: Backend, table: Callable[[str], exp.Table], tcur: exp.Table,
+                      width: int, sens: exp.Table, max_q: int) -> list[exp.Table]:
+    """Materialize ``tlvl1..tlvl<width>`` (:func:`lost_level_query`); levels above ``max_q``
+    keep only itemsets holding a sensitive item, as the support table does."""
+    levels: list[exp.Table] = []
+    for k in range(1, width + 1):
+        level = table(f"tlvl{k}")
+        backend.drop_table(level)
+        backend.materialize(level, lost_level_query(tcur, levels[-1] if levels else None, k,
+                                                    sens if k > max_q else None))
+        levels.append(level)
+    return levels
 
 
 def subtract_statement(supx: exp.Table, delta: exp.Table, width: int) -> exp.Update:
@@ -78,35 +153,118 @@ def mismatch_query(kept: exp.Table, fresh: exp.Table, width: int) -> exp.Select:
             .join(with_alias(fresh, "b"), on=on, join_type="full").where(differs))
 
 
-def members_from_cur(backend: Backend, chosen: exp.Table, cur: exp.Table,
-                     width: int) -> exp.Select:
-    """(rule_id, rnk, record_id, hkey): the records of ``cur`` holding every item of X.
+def pivot_query(chosen: exp.Table, istat: exp.Table, width: int) -> exp.Select:
+    """(rule_id, pivot, n): the item of each chosen rule's X held by the fewest (n) records now.
+
+    C(X) is found from the records of this one item (:func:`member_step_query`). Joining from
+    x1, the smallest item id, expanded each rule to every record of what is often a popular
+    page (thousands of rows per rule) before the other items filtered them: 43% of a whole
+    BMS-WebView-1 ``--m 3`` run. Ties go to the smaller item id.
+    """
+    parts: list[exp.Select] = []
+    for x in xs(width):
+        parts.append(
+            exp.select(col("rule_id", "c"), col(x, "c").as_("item_id", quoted=True),
+                       col("n", "i"))
+            .from_(with_alias(chosen, "c"))
+            .join(with_alias(istat, "i"), on=exp.and_(col("part", "i").eq(col("part", "c")),
+                                                      col("item_id", "i").eq(col(x, "c")))))
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    order = exp.Order(expressions=[exp.Ordered(this=col("n")), exp.Ordered(this=col("item_id"))])
+    choice = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id")], order=order)
+    ranked = exp.select(col("rule_id"), col("item_id"), col("n"),
+                        choice.as_("choice", quoted=True)).from_(union.subquery("u"))
+    return (exp.select(col("rule_id"), col("item_id").as_("pivot", quoted=True), col("n"))
+            .from_(ranked.subquery("r")).where(col("choice").eq(exp.Literal.number(1))))
+
+
+def member_start_query(chosen: exp.Table, pivots: exp.Table, cur: exp.Table,
+                       width: int) -> exp.Select:
+    """(rule_id, rnk, x1..x_width, record_id): the records of ``cur`` holding the rule's pivot."""
+    return (exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
+                       col("record_id", "t"))
+            .from_(with_alias(chosen, "c"))
+            .join(with_alias(pivots, "p"), on=col("rule_id", "p").eq(col("rule_id", "c")))
+            .join(with_alias(cur, "t"), on=exp.and_(col("part", "t").eq(col("part", "c")),
+                                                    col("item_id", "t").eq(col("pivot", "p")))))
+
+
+def gone_query(first_level: exp.Table, cur: exp.Table) -> exp.Select:
+    """(part, record_id, item_id): the occurrences suppressed since the level tables were built
+    (level 1 is the table as it was then)."""
+    kept = exp.select(exp.Literal.number(1)).from_(with_alias(cur, "c")).where(exp.and_(
+        col("record_id", "c").eq(col("record_id", "l")), col("item_id", "c").eq(col("x1", "l"))))
+    return (exp.select(col("part", "l"), col("record_id", "l"),
+                       col("x1", "l").as_("item_id", quoted=True))
+            .from_(with_alias(first_level, "l")).where(exp.not_(exp.Exists(this=kept))))
+
+
+def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Table,
+                       width: int) -> exp.Select:
+    """(rule_id, rnk, x1..x_width, record_id): C(X) of each chosen rule, read from the stage's
+    level tables (``levels[k - 1]`` holds every (record, k-itemset) at the last full count, the
+    top level those with a sensitive item, as every X of a rule has).
+
+    Records only lose items within a stage, so a record holds X now iff it held X then and has
+    lost none of X's items since (``gone``, :func:`gone_query`: small, a few anti-joins). In the
+    first rounds of a stage (1.4M chosen rules on the whole BMS-WebView-1) one scan of the
+    levels costs less than expanding every rule by the records of its rarest item.
+    """
+    parts: list[exp.Select] = []
+    for k in range(2, width + 1):
+        on = [col("part", "l").eq(col("part", "c"))]
+        on += [col(x, "l").eq(col(x, "c")) for x in xs(k)]
+        lost = [exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
+                                    .from_(with_alias(gone, "g")).where(exp.and_(
+                                        col("record_id", "g").eq(col("record_id", "l")),
+                                        col("item_id", "g").eq(col(x, "l"))))))
+                for x in xs(k)]
+        parts.append(
+            exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
+                       col("record_id", "l"))
+            .from_(with_alias(chosen, "c"))
+            .join(with_alias(levels[k - 1], "l"), on=exp.and_(*on))
+            .where(exp.and_(col("size", "c").eq(exp.Literal.number(k)), *lost)))
+    union: exp.Query = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    return exp.select("*").from_(union.subquery("u"))
+
+
+def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -> exp.Select:
+    """The rows of ``previous`` whose record holds x_j too (or whose X has no j-th item).
+
+    One materialized step per item, so that each is a hash join of the (small) candidate rows
+    with ``cur`` on (record_id, item_id), in this order: the planner reordering one query
+    joined from the popular items first (BENCHMARKS.md, rho, "Whole files at --m 3").
+    ``cur`` holds each (record, item) once, so the left join adds no row.
+    """
+    x = f"x{j}"
+    hit = exp.and_(col("record_id", "t").eq(col("record_id", "m")),
+                   col("item_id", "t").eq(col(x, "m")))
+    return (exp.select(col("rule_id", "m"), col("rnk", "m"), *(col(c, "m") for c in xs(width)),
+                        col("record_id", "m"))
+            .from_(with_alias(previous, "m"))
+            .join(with_alias(cur, "t"), on=hit, join_type="left")
+            .where(exp.or_(col(x, "m").eq(exp.Literal.number(0)),
+                           exp.not_(col("item_id", "t").is_(exp.null())))))
+
+
+def members_query(backend: Backend, found: exp.Table) -> exp.Select:
+    """(rule_id, rnk, record_id, hkey): the records C(X) of each chosen rule, in ``found``.
 
     ``hkey`` = md5(seed:round:rule:record), compared byte-wise, orders a rule's records at
     random, so the records that lose an item are reproducible from ``:seed`` and the same on
     every backend (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
     """
     text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
-            exp.cast(col("rule_id", "c"), "TEXT"), exp.cast(col("record_id", "t1"), "TEXT")]
+            exp.cast(col("rule_id", "m"), "TEXT"), exp.cast(col("record_id", "m"), "TEXT")]
     joined: exp.Expr = text[0]
     for piece in text[1:]:
         joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
                            expression=piece)
     hkey = backend.binary_sort_key(exp.func("md5", joined))
-    parts: list[exp.Select] = []
-    for k in range(2, width + 1):
-        query = (exp.select(col("rule_id", "c"), col("rnk", "c"), col("record_id", "t1"),
-                            hkey.copy().as_("hkey", quoted=True))
-                 .from_(with_alias(chosen, "c"))
-                 .join(with_alias(cur, "t1"), on=exp.and_(
-                     col("part", "t1").eq(col("part", "c")),
-                     col("item_id", "t1").eq(col("x1", "c")))))
-        for j in range(2, k + 1):
-            query = query.join(with_alias(cur, f"t{j}"), on=exp.and_(
-                col("record_id", f"t{j}").eq(col("record_id", "t1")),
-                col("item_id", f"t{j}").eq(col(f"x{j}", "c"))))
-        parts.append(query.where(col("size", "c").eq(exp.Literal.number(k))))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return exp.select("*").from_(union.subquery("m"))
+    return exp.select(col("rule_id", "m"), col("rnk", "m"), col("record_id", "m"),
+                      hkey.as_("hkey", quoted=True)).from_(with_alias(found, "m"))

@@ -3,8 +3,8 @@
 conf(q -> e) = sup(q + {e}) / sup(q) changes only if sup(q + {e}) or sup(q) changed, i.e. if X =
 q + {e} or q is one of the itemsets of the round's delta. So the new set of unsafe rules is the
 old one without the rules whose X or q changed, plus the rules, unsafe now, whose X or q changed
-(found by joining the support table with the changed itemsets on either side: a scan of the
-support table with a small hash table, where the full recomputation joined it with itself).
+(see :func:`kept_rules_query`: a few scans of the support table with a small hash table, where
+the full recomputation joined it with itself).
 Renumbered by (part, e, X) like :func:`.qids.unsafe_rules_query`, the table is the one a full
 recomputation gives, ids included.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from setanon_sql.models.rho.qids import col, numbered_rules, rules_for_position, xs
+from setanon_sql.models.rho.qids import col, numbered_rules, placeholder, rules_for_position, xs
 from setanon_sql.sqlrender import with_alias
 
 
@@ -23,13 +23,12 @@ def rule_columns(width: int) -> list[str]:
             "w"]
 
 
-def _changed(supx: exp.Table, delta: exp.Table, width: int, alias: str) -> exp.Subquery:
-    """The support rows of the itemsets in ``delta``, as a derived table named ``alias``."""
+def changed_query(supx: exp.Table, delta: exp.Table, width: int) -> exp.Select:
+    """The support rows (after the update) of the itemsets in ``delta``: one scan of supx."""
     on = exp.and_(col("part", "d").eq(col("part", "c")),
                   *(col(x, "d").eq(col(x, "c")) for x in xs(width)))
     return (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("c", quoted=True)))
-            .from_(with_alias(supx, "c")).join(with_alias(delta, "d"), on=on)
-            .subquery(alias, copy=False))
+            .from_(with_alias(supx, "c")).join(with_alias(delta, "d"), on=on))
 
 
 def _in_delta(delta: exp.Table, columns: list[str], width: int) -> exp.Exists:
@@ -42,23 +41,39 @@ def _in_delta(delta: exp.Table, columns: list[str], width: int) -> exp.Exists:
                       .where(exp.and_(*match)))
 
 
-def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, sens: exp.Table,
-                     win: exp.Table, width: int, max_q: int) -> exp.Select:
-    """The unsafe rules after the round whose supports are in ``delta``; needs :num, :den."""
+def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, changed: exp.Table,
+                     sens: exp.Table, win: exp.Table, width: int, max_q: int) -> exp.Select:
+    """The unsafe rules after the round whose supports are in ``delta``; needs :num, :den.
+
+    ``changed`` holds the support rows of the delta's itemsets (:func:`changed_query`). Three
+    kinds of rule: (1) X and q unchanged: kept as they are; (2) X changed, q not: sup(q + {e})
+    fell and sup(q) did not, so the confidence fell and only a rule that was unsafe can still
+    be: the old rules, with sx lowered by the delta, re-tested; (3) q changed: anything may
+    happen, so these are found afresh by one scan of the support table per position of e,
+    joined with the changed qids. An earlier version also found (2) afresh, by scanning the
+    support table once more per position, and read the changed rows by a join with the
+    support table in every part of the query: 4·width scans a round where this takes width + 1.
+    """
     names = rule_columns(width)
+    q_cols = [f"q{p}" for p in range(1, width)]
     untouched = (exp.select(*(col(c, "r") for c in names)).from_(with_alias(rules, "r"))
                  .where(exp.and_(exp.not_(_in_delta(delta, xs(width), width)),
-                                 exp.not_(_in_delta(delta, [f"q{p}" for p in range(1, width)],
-                                                    width)))))
-    fresh: list[exp.Select] = []
+                                 exp.not_(_in_delta(delta, q_cols, width)))))
+    on_x = exp.and_(col("part", "d").eq(col("part", "r")),
+                    *(col(x, "d").eq(col(x, "r")) for x in xs(width)))
+    lowered = col("sx", "r") - col("dn", "d")
+    retested = (exp.select(*(col(c, "r") if c != "sx" else lowered.as_("sx", quoted=True)
+                             for c in names))
+                .from_(with_alias(rules, "r")).join(with_alias(delta, "d"), on=on_x)
+                .where(exp.and_(exp.not_(_in_delta(delta, q_cols, width)),
+                                (placeholder("den") * lowered.copy())
+                                > (placeholder("num") * col("sq", "r")))))
+    parts: list[exp.Query] = [untouched, retested]
     for j in range(1, width + 1):
-        fresh.append(rules_for_position(supx, sens, win, width, j, max_q,
-                                        x_source=_changed(supx, delta, width, "x")))
-        fresh.append(rules_for_position(supx, sens, win, width, j, max_q,
-                                        y_source=_changed(supx, delta, width, "y")))
-    changed: exp.Query = fresh[0]
-    for part in fresh[1:]:
-        changed = exp.union(changed, part, distinct=True)
-    both = exp.union(untouched, exp.select(*(col(c) for c in names))
-                     .from_(changed.subquery("n")), distinct=False)
-    return numbered_rules(both, width)
+        parts.append(rules_for_position(supx, sens, win, width, j, max_q,
+                                        y_source=with_alias(changed, "y")))
+    both: exp.Query = parts[0]
+    for part in parts[1:]:
+        both = exp.union(both, part, distinct=False)
+    return numbered_rules(exp.select(*(col(c) for c in names)).from_(both.subquery("n")),
+                          width)

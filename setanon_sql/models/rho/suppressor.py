@@ -28,15 +28,21 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
+    build_lost_levels,
     delta_query,
-    members_from_cur,
+    gone_query,
+    member_level_query,
+    member_start_query,
+    member_step_query,
+    members_query,
     mismatch_query,
+    pivot_query,
     subtract_statement,
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_levels, build_supports, unsafe_rules_query
-from setanon_sql.models.rho.rulekeep import kept_rules_query
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
+from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
     blocked_rules_query,
@@ -46,7 +52,8 @@ from setanon_sql.models.rho.suppression import (
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
-WORK_TABLES = ("win", "istat", "cand", "chosen", "members", "picks", "blocked", "dels")
+WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
+               "picks", "blocked", "dels", "changed", "gone")
 
 
 @dataclass
@@ -64,6 +71,8 @@ class Suppressor:
     mismatches: int = 0
     counts: int = 0
     rule_tables: int = 0
+    levels: tuple[exp.Table, ...] = ()
+    level_rows: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -112,8 +121,10 @@ class Suppressor:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
             delta = self._subtract(supx, cur, dels)
-            rules = self._rules(kept_rules_query(rules, supx, delta, self.sens, win, self.width,
-                                                 self.max_q), rules)
+            changed = self._fresh("changed")
+            backend.materialize(changed, changed_query(supx, delta, self.width))
+            rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
+                                                 self.width, self.max_q), rules)
             following = self._fresh(f"cur{self.stage}x{round_no % 2}")
             backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
@@ -122,8 +133,8 @@ class Suppressor:
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels,
                             "seconds": round(time.perf_counter() - started, 3)})
-        for table in (supx, rules, *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur",
-                                                              "delta"))):
+        for table in (supx, rules, *self.levels,
+                      *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur", "delta"))):
             backend.drop_table(table)
         return cur, history
 
@@ -152,31 +163,38 @@ class Suppressor:
         return rules
 
     def _recount(self, cur: exp.Table) -> exp.Table:
-        """Every itemset's support counted from scratch, beside the kept ones (levels dropped)."""
+        """Every itemset's support counted from scratch, beside the kept ones.
+
+        The level tables (every (record, itemset) of ``cur``) are kept until the next count:
+        :meth:`_members` may read C(X) from them.
+        """
         self.counts += 1
         generation = f"supx{self.counts % 2}"
 
         def table(purpose: str) -> exp.Table:
             return self._table(generation if purpose == "supx" else purpose)
 
+        for level in self.levels:
+            self.backend.drop_table(level)
         levels, counted = build_supports(self.backend, table, cur, self.width, self.sens,
                                          self.max_q)
-        for level in levels:
-            self.backend.drop_table(level)
+        self.levels = tuple(levels)
+        self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
+                              for level in levels[1:])
         return counted
 
     def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table) -> exp.Table:
         """Subtract ``dels`` from the supports (in place); returns the changed itemsets (delta).
 
-        Only the touched records' itemsets are enumerated.
+        Only the itemsets the touched records lose are enumerated.
         """
         backend = self.backend
         tcur = self._fresh("tcur")
         backend.materialize(tcur, touched_query(cur, dels))
-        levels = build_levels(backend, self._table, tcur, self.width, "tlvl", self.sens,
-                              self.max_q)
+        levels = build_lost_levels(backend, self._table, tcur, self.width, self.sens,
+                                   self.max_q)
         delta = self._fresh("delta")
-        backend.materialize(delta, delta_query(levels, dels, self.width))
+        backend.materialize(delta, delta_query(levels, self.width))
         for level in levels:
             backend.drop_table(level)
         backend.run(subtract_statement(supx, delta, self.width))
@@ -186,6 +204,41 @@ class Suppressor:
         table = self._table(purpose)
         self.backend.drop_table(table)
         return table
+
+    def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
+                 round_no: int) -> exp.Table:
+        """The records C(X) of every chosen rule: those that held X at the last full count and
+        lost none of it since (:func:`.incremental.member_level_query`), or, when that reads
+        fewer rows, those of X's rarest item, then one materialized semi-join per item of X
+        (:func:`.incremental.member_step_query`). Either way the same set, so the same output."""
+        backend = self.backend
+        pivots = self._fresh("pivots")
+        backend.materialize(pivots, pivot_query(chosen, istat, self.width))
+        by_pivot = int(backend.scalar(exp.select(exp.func("coalesce", exp.func(
+            "sum", exp.column("n", quoted=True)), exp.Literal.number(0))).from_(pivots.copy())))
+        found = self._fresh("found0")
+        if self.levels and by_pivot > self.level_rows:
+            gone = self._fresh("gone")
+            backend.materialize(gone, gone_query(self.levels[0], cur))
+            backend.materialize(found, member_level_query(chosen, list(self.levels), gone,
+                                                          self.width))
+            return self._hashed(found, round_no)
+        backend.materialize(found, member_start_query(chosen, pivots, cur, self.width))
+        for j in range(1, self.width + 1):
+            following = self._fresh(f"found{j % 2}")
+            backend.materialize(following, member_step_query(found, cur, self.width, j))
+            backend.drop_table(found)
+            found = following
+        return self._hashed(found, round_no)
+
+    def _hashed(self, found: exp.Table, round_no: int) -> exp.Table:
+        """The members with their random order key (:func:`.incremental.members_query`)."""
+        backend = self.backend
+        members = self._fresh("members")
+        backend.materialize(members, members_query(backend, found),
+                            {"seed": self.context.seed or 0, "round": round_no})
+        backend.drop_table(found)
+        return members
 
     def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
                   round_no: int) -> exp.Table:
@@ -204,9 +257,7 @@ class Suppressor:
         chosen = self._fresh("chosen")
         backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
                             {"cand": cand, "istat": istat, "rules": rules})
-        members = self._fresh("members")
-        backend.materialize(members, members_from_cur(backend, chosen, cur, self.width),
-                            {"seed": self.context.seed or 0, "round": round_no})
+        members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         backend.materialize(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")

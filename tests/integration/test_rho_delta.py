@@ -1,0 +1,116 @@
+"""A round's support delta and the records C(X) of chosen rules, on both backends.
+
+The delta (how many records lose each itemset when some occurrences go) and C(X) are computed
+here in plain Python, from their definitions, on random records with long ones among them, and
+compared with the SQL of :mod:`setanon_sql.models.rho.incremental`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from itertools import combinations
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.rho.incremental import (
+    build_lost_levels,
+    delta_query,
+    gone_query,
+    member_level_query,
+    member_start_query,
+    member_step_query,
+    pivot_query,
+    touched_query,
+)
+from setanon_sql.models.rho.qids import build_levels
+from tests.integration.test_rho_blocking import values_table
+
+SENSITIVE = {2, 5, 7, 11}
+
+
+def records(seed: int) -> dict[int, list[int]]:
+    rng = random.Random(seed)
+    out: dict[int, list[int]] = {}
+    for record_id in range(1, 31):
+        size = rng.choice([1, 2, 3, 4, 6, 9])
+        out[record_id] = sorted(rng.sample(range(1, 15), size))
+    return out
+
+
+def expected_delta(recs: dict[int, list[int]], dels: set[tuple[int, int]], width: int,
+                   max_q: int) -> Counter[tuple[int, ...]]:
+    lost: Counter[tuple[int, ...]] = Counter()
+    for record_id, items in recs.items():
+        gone = {i for r, i in dels if r == record_id}
+        for k in range(1, width + 1):
+            for subset in combinations(items, k):
+                if gone & set(subset) and (k <= max_q or SENSITIVE & set(subset)):
+                    lost[subset + (0,) * (width - k)] += 1
+    return lost
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("width", "max_q"), [(3, 2), (4, 3)])
+def test_delta_counts_the_records_that_lose_each_itemset(db: Backend, seed: int, width: int,
+                                                         max_q: int) -> None:
+    recs = records(seed)
+    rng = random.Random(seed + 100)
+    rows = [(r, i, 0) for r, items in recs.items() for i in items]
+    dels = {(r, i) for r, i, _ in rows if rng.random() < 0.2}
+    cur = values_table(db, "t_cur", "record_id, item_id, part", rows)
+    dels_table = values_table(db, "t_dels", "record_id, item_id", sorted(dels))
+    sens = values_table(db, "t_sens", "item_id", [(s,) for s in sorted(SENSITIVE)])
+    tcur = db.table("t_tcur")
+    db.materialize(tcur, touched_query(cur, dels_table))
+    levels = build_lost_levels(db, lambda purpose: db.table(f"t_{purpose}"), tcur, width, sens,
+                               max_q)
+    got = {tuple(int(v) for v in row[1:-1]): int(row[-1])
+           for row in db.query(delta_query(levels, width))}
+    assert got == dict(expected_delta(recs, dels, width, max_q))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("start", ["pivot", "levels"])
+def test_members_are_the_records_holding_every_item_of_x(db: Backend, seed: int,
+                                                        start: str) -> None:
+    """From the rarest item, or from levels counted before some items went: the same C(X)."""
+    before = records(seed)
+    rng = random.Random(seed)
+    recs = {r: [i for i in items if rng.random() > 0.2] for r, items in before.items()}
+    rows = [(r, i, 0) for r, items in recs.items() for i in items]
+    cur = values_table(db, "t_cur", "record_id, item_id, part", rows)
+    old = values_table(db, "t_old", "record_id, item_id, part",
+                       [(r, i, 0) for r, items in before.items() for i in items])
+    sens = values_table(db, "t_sens", "item_id", [(s,) for s in sorted(SENSITIVE)])
+    levels = build_levels(db, lambda purpose: db.table(f"t_{purpose}"), old, 3, "lvl", sens, 2)
+    counts = Counter(i for _, i, _ in rows)
+    istat = values_table(db, "t_istat", "part, item_id, n0, n",
+                         [(0, i, n, n) for i, n in sorted(counts.items())])
+    xsets = [tuple(sorted(rng.sample(range(1, 15), rng.choice([2, 3])))) for _ in range(30)]
+    # X of a rule holds a sensitive item (the top level keeps only those)
+    xsets = [x for x in xsets if SENSITIVE & set(x)]
+    chosen = values_table(db, "t_chosen", "rule_id, rnk, part, x1, x2, x3, size",
+                          [(n, n, 0, *x, *(0,) * (3 - len(x)), len(x))
+                           for n, x in enumerate(xsets, 1)])
+    pivots = db.table("t_pivots")
+    db.materialize(pivots, pivot_query(chosen, istat, 3))
+    found = db.table("t_found0")
+    if start == "pivot":
+        db.materialize(found, member_start_query(chosen, pivots, cur, 3))
+        for j in range(1, 4):
+            following = db.table(f"t_found{j}")
+            db.materialize(following, member_step_query(found, cur, 3, j))
+            found = following
+    else:
+        gone = db.table("t_gone")
+        db.materialize(gone, gone_query(levels[0], cur))
+        db.materialize(found, member_level_query(chosen, levels, gone, 3))
+    got = sorted((int(r), int(rec)) for r, rec in db.query(
+        exp.select("rule_id", "record_id").from_(found)))
+    want = sorted((n, r) for n, x in enumerate(xsets, 1) for r, items in recs.items()
+                  if set(x) <= set(items))
+    assert got == want
+    assert want  # the draw has rules with records
