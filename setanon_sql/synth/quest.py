@@ -268,9 +268,9 @@ def _items_query(params: QuestParams, seed: int, transactions: exp.Table, patter
                         uniform(key, seed, SALT_START).as_("u_start"))
              .from_(exp.alias_(transactions.copy(), "t", table=True))
              .join(per_record, join_type="cross"))
-    if (first, last) != (1, None) and (first, last) != (1, params.records):
-        picks = picks.where(exp.Between(this=ti.copy(), low=_num(first),
-                                        high=_num(last if last is not None else params.records)))
+    last = params.records if last is None else last
+    if (first, last) != (1, params.records):
+        picks = picks.where(exp.Between(this=ti.copy(), low=_num(first), high=_num(last)))
     pattern_col = exp.column("pattern", table="pb")
     u_drop, u_start = (exp.column(c, table="k") for c in ("u_drop", "u_start"))
     size, corruption = exp.column("size", table="pt"), exp.column("corruption", table="pt")
