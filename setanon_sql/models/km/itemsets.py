@@ -275,9 +275,10 @@ def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
 
 def image_nodes(images: exp.Table, ell: int) -> exp.Select:
     """(vid, node_id): the images of ``images`` (:func:`violating_image_rows`) one node per
-    row, as :meth:`.cutsearch.CutSearch.merge` reads them. vid only tells the images apart
-    (the merge depends on the set of images, not on their numbers), so it is numbered in no
-    order: no sort of the images."""
+    row, as :meth:`.cutsearch.CutSearch.merge` reads them (the graph search). vid only tells
+    the images apart (the merge depends on the set of images, not on their numbers); they are
+    numbered in (size, n1, ...) order all the same, as before, since Spark numbers rows only in
+    an ordered window."""
     positions: exp.Query = exp.select(exp.Literal.number(1).as_("p", quoted=True))
     for j in range(2, ell + 1):
         positions = exp.union(positions, exp.select(exp.Literal.number(j).as_("p", quoted=True)),
@@ -286,8 +287,11 @@ def image_nodes(images: exp.Table, ell: int) -> exp.Select:
     node = exp.Case(ifs=[exp.If(this=p.eq(exp.Literal.number(j)),
                                 true=exp.column(f"n{j}", "i", quoted=True))
                          for j in range(1, ell + 1)])
-    numbered = exp.select(exp.cast(exp.Window(this=exp.RowNumber()), "BIGINT")
-                          .as_("vid", quoted=True), exp.Star()).from_(images.copy())
+    vid = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
+        exp.Ordered(this=exp.column("size", quoted=True)),
+        *(exp.Ordered(this=exp.column(f"n{j}", quoted=True)) for j in range(1, ell + 1))]))
+    numbered = exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True),
+                          exp.Star()).from_(images.copy())
     return (exp.select(exp.column("vid", "i", quoted=True).as_("vid", quoted=True),
                        node.as_("node_id", quoted=True))
             .from_(numbered.subquery("i"))
