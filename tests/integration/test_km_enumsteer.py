@@ -79,7 +79,7 @@ def test_violating_image_rows_match_the_oracle(db: Backend, tmp_path: Path, seed
     per_vid: dict[int, set[int]] = {}
     for vid, node in db.query(image_nodes(found, ell)):
         per_vid.setdefault(int(vid), set()).add(int(node))
-    assert sorted(frozenset(v) for v in per_vid.values()) == sorted(images)
+    assert sorted(sorted(v) for v in per_vid.values()) == sorted(sorted(i) for i in images)
 
     mapping = dict(db.query(exp.select("d.label", "c.node_id").from_(dictionary.copy().as_("d"))
                             .join(cut.copy().as_("c"), on="c.item_id = d.item_id")))
