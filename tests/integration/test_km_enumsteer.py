@@ -4,6 +4,7 @@ random data, on every backend."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from math import comb
 from pathlib import Path
@@ -14,7 +15,7 @@ from sqlglot import exp
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km import exactcheck, sampled
-from setanon_sql.models.km.itemsets import violating_image_nodes
+from setanon_sql.models.km.itemsets import choose_image_merges, image_nodes, violating_image_rows
 from setanon_sql.models.km.samplesize import gamma_bound
 from tests.integration.test_km import random_case, run_km
 from tests.integration.test_km_exactcheck import _cut
@@ -61,20 +62,24 @@ def test_bonferroni_bound_counts_shared_subsets_once(db: Backend, tmp_path: Path
 
 @pytest.mark.parametrize(("seed", "ell", "k", "nodes"),
                          [(1, 2, 3, 10), (2, 3, 2, 6), (3, 3, 4, 12), (6, 4, 3, 7)])
-def test_violating_image_nodes_match_the_oracle(db: Backend, tmp_path: Path, seed: int,
-                                                ell: int, k: int, nodes: int) -> None:
+def test_violating_image_rows_match_the_oracle(db: Backend, tmp_path: Path, seed: int,
+                                               ell: int, k: int, nodes: int) -> None:
     data, _ = random_case(tmp_path, seed)
     items, dictionary = _items(db, data, f"v{seed}")
     cut, counts, found = db.table(f"vcut{seed}"), db.table(f"vcnt{seed}"), db.table(f"vn{seed}")
     _cut(db, dictionary, cut, 2 * seed + 1, seed, nodes)
     db.materialize(counts, "km_generalized_counts", None, {"items": items, "cut": cut})
-    db.materialize(found, violating_image_nodes(counts, ell), {"k": k})
-    rows = db.query(exp.select("vid", "node_id", "x").from_(found.copy()))
-    images: dict[int, set[int]] = {}
-    bound = 0.0
-    for vid, node, x in rows:
-        images.setdefault(int(vid), set()).add(int(node))
-        bound += float(x)
+    db.materialize(found, violating_image_rows(counts, ell), {"k": k})
+    columns = ["size", *(f"n{j}" for j in range(1, ell + 1)), "x"]
+    rows = db.query(exp.select(*columns).from_(found.copy()))
+    images = [frozenset(int(n) for n in row[1:-1] if n is not None) for row in rows]
+    assert [len(image) for image in images] == [int(row[0]) for row in rows]
+    bound = sum(float(row[-1]) for row in rows)
+    # One node per row for the merge step of other searches: the same images, one vid each.
+    per_vid: dict[int, set[int]] = {}
+    for vid, node in db.query(image_nodes(found, ell)):
+        per_vid.setdefault(int(vid), set()).add(int(node))
+    assert sorted(sorted(v) for v in per_vid.values()) == sorted(sorted(i) for i in images)
 
     mapping = dict(db.query(exp.select("d.label", "c.node_id").from_(dictionary.copy().as_("d"))
                             .join(cut.copy().as_("c"), on="c.item_id = d.item_id")))
@@ -90,8 +95,8 @@ def test_violating_image_nodes_match_the_oracle(db: Backend, tmp_path: Path, see
         if support[image] < k:
             bad.add(image)
             occurrences += supp
-    assert {frozenset(nodes) for nodes in images.values()} == bad
-    assert sorted(images) == list(range(1, len(bad) + 1))  # max(vid) counts the images
+    assert set(images) == bad
+    assert len(images) == len(bad)  # one row per image: count(*) counts them
     assert bound >= occurrences - 1e-9  # an upper bound on the violating itemsets of D
     for table in (cut, counts, found):
         db.drop_table(table)
@@ -138,3 +143,46 @@ def test_too_dear_to_enumerate_the_samples_steer(db: Backend, tmp_path: Path,
     for ell in (1, 2):
         assert km_oracle.violating_share(original, published, mapping, k, ell) <= 1 - sigma
     assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize(("seed", "ell"), [(1, 1), (2, 2), (3, 3), (4, 5)])
+def test_choosing_from_image_rows_chooses_as_km_choose_merges(db: Backend, seed: int,
+                                                              ell: int) -> None:
+    # Random parents (some nodes have none, as the root), costs with ties, images of sizes
+    # 1..ℓ: the merges chosen from the rows are those km_choose_merges chooses from one node
+    # per row, for every batch share.
+    rng = random.Random(seed)
+    hnode, costs, images = (db.table(f"ch{name}{seed}") for name in ("h", "c", "i"))
+    parents = {node: rng.choice([None, *range(40, 50)]) for node in range(1, 31)}
+    db.materialize(hnode, exp.select(
+        exp.column("node_id"), exp.cast(exp.column("parent_id"), "BIGINT").as_("parent_id"))
+        .from_(exp.Values(expressions=[exp.tuple_(node, parent if parent is not None
+                                                  else exp.Null())
+                                       for node, parent in parents.items()],
+                          alias=exp.TableAlias(this=exp.to_identifier("t"), columns=[
+                              exp.to_identifier("node_id"), exp.to_identifier("parent_id")]))))
+    db.materialize(costs, exp.select("node_id", "cost").from_(exp.Values(
+        expressions=[exp.tuple_(node, rng.randint(0, 3)) for node in range(40, 50)],
+        alias=exp.TableAlias(this=exp.to_identifier("t"), columns=[
+            exp.to_identifier("node_id"), exp.to_identifier("cost")]))))
+    chosen: set[tuple[int, ...]] = set()
+    while len(chosen) < 25:
+        chosen.add(tuple(sorted(rng.sample(range(1, 31), rng.randint(1, ell)))))
+    names = ["size", *(f"n{j}" for j in range(1, ell + 1))]
+    db.materialize(images, exp.select(*(exp.cast(exp.column(n), "BIGINT").as_(n)
+                                        for n in names))
+                   .from_(exp.Values(expressions=[
+                       exp.tuple_(len(image), *image, *([exp.Null()] * (ell - len(image))))
+                       for image in sorted(chosen)],
+                       alias=exp.TableAlias(this=exp.to_identifier("t"),
+                                            columns=[exp.to_identifier(n) for n in names]))))
+    vnodes = db.table(f"chv{seed}")
+    db.materialize(vnodes, image_nodes(images, ell))
+    for batch in (0.01, 0.3, 1.0):
+        expected = db.query("km_choose_merges", {"batch": batch},
+                            {"vnodes": vnodes, "hnode": hnode, "costs": costs})
+        found = db.query(choose_image_merges(images, hnode, costs, ell), {"batch": batch})
+        assert sorted(found) == sorted(expected), batch
+        assert expected
+    for table in (hnode, costs, images, vnodes):
+        db.drop_table(table)

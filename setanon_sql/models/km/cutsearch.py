@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import SetanonError
+from setanon_sql.models.km.itemsets import image_nodes
 from setanon_sql.runs import RunContext
 
 
@@ -53,6 +54,17 @@ class CutSearch(ABC):
     @abstractmethod
     def merge(self, vnodes: exp.Table, error: str, batch: float) -> int:
         """Alg. 2 l.13-14 for the itemsets in ``vnodes``; returns the number of merges."""
+
+    def merge_images(self, images: exp.Table, ell: int, error: str, batch: float) -> int:
+        """:meth:`merge` for violating images given one per row (``size``, ``n1``..``nℓ``,
+        :func:`.itemsets.violating_image_rows`): here one node per row, as :meth:`merge`
+        reads them; a search may choose from the rows directly (:mod:`.generalization`)."""
+        vnodes = self.table("vnodes")
+        self.backend.materialize(vnodes, image_nodes(images, ell))
+        try:
+            return self.merge(vnodes, error, batch)
+        finally:
+            self.backend.drop_table(vnodes)
 
     @abstractmethod
     def no_merge_error(self, k: int) -> SetanonError:

@@ -28,7 +28,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound, enumeration_rows
-from setanon_sql.models.km.itemsets import violating_image_nodes
+from setanon_sql.models.km.itemsets import violating_image_rows
 from setanon_sql.progress import report_shrinking
 
 
@@ -38,7 +38,7 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
     history, its last entry certifying) or a round would enumerate more than ``budget`` rows
     (None: the rounds made so far are in ``exact.steered``; the caller samples on)."""
     gen, b, ell = exact.gen, exact.gen.backend, exact.ell
-    counts, vnodes = gen.table("gcount"), gen.table("vnodes")
+    counts, images = gen.table("gcount"), gen.table("vimages")
     history = exact.steered
     rows = None
     try:
@@ -53,13 +53,12 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                 if rows > budget:
                     return None
             exact.tries += 1
-            b.materialize(vnodes, violating_image_nodes(counts, ell), {"k": exact.k})
+            b.materialize(images, violating_image_rows(counts, ell), {"k": exact.k})
             b.drop_table(counts)
             found, total = b.query(
-                exp.select(exp.func("coalesce", exp.func("max", exp.column("vid", quoted=True)),
-                                    exp.Literal.number(0)),
+                exp.select(exp.func("count", exp.Star()),
                            exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
-                                    exp.Literal.number(0.0))).from_(vnodes.copy()))[0]
+                                    exp.Literal.number(0.0))).from_(images.copy()))[0]
             share = 0.0
             if found:
                 floor = exact.floor()
@@ -72,12 +71,12 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                                 "steered_by": "enumeration", "steering_rounds": len(history),
                                 **exact.figures()})
                 return history
-            merges = gen.merge(vnodes, error, batch)
+            merges = gen.merge_images(images, ell, error, batch)
             history.append({"size": ell, "violating_images": int(found), "share_bound": share,
                             "merges": merges, "steered_by": "enumeration"})
             if not merges:
                 raise gen.no_merge_error(exact.k)
-            b.drop_table(vnodes)
+            b.drop_table(images)
     finally:
-        for table in (counts, vnodes):
+        for table in (counts, images):
             b.drop_table(table)

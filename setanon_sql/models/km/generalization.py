@@ -17,6 +17,7 @@ from setanon_sql.errors import InputError, UsageError
 from setanon_sql.io.hierarchy import Hierarchy, find_hierarchy, get_hierarchy, hierarchy_name
 from setanon_sql.io.hierarchy import load_hierarchy as store_hierarchy
 from setanon_sql.models.km.cutsearch import CutSearch, cut_figures
+from setanon_sql.models.km.itemsets import choose_image_merges
 
 
 def resolve_hierarchy(backend: Backend, dataset: Dataset, attribute: Attribute,
@@ -83,6 +84,19 @@ class Generalization(CutSearch):
         b.materialize(costs, "km_merge_costs", {"error": error}, {**self.fixed, "cut": self.cut})
         b.materialize(chosen, "km_choose_merges", {"batch": batch},
                       {"vnodes": vnodes, "hnode": self.table("hnode"), "costs": costs})
+        b.drop_table(costs)
+        return self._apply_chosen(chosen)
+
+    def merge_images(self, images: exp.Table, ell: int, error: str, batch: float) -> int:
+        """:meth:`merge` for images one per row: the same merges, chosen from the rows
+        (:func:`.itemsets.choose_image_merges`) instead of a row per (image, node) and a window
+        per image: on BMS-WebView-2 (k = 5, m = 4, σ = 0.99) those cost about a quarter of the
+        search's CPU time, mostly at size 2, whose rounds hold 10^5-10^6 violating images."""
+        b = self.backend
+        costs, chosen = self.table("costs"), self.table("chosen")
+        b.materialize(costs, "km_merge_costs", {"error": error}, {**self.fixed, "cut": self.cut})
+        b.materialize(chosen, choose_image_merges(images, self.table("hnode"), costs, ell),
+                      {"batch": batch})
         b.drop_table(costs)
         return self._apply_chosen(chosen)
 

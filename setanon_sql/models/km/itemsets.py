@@ -253,9 +253,11 @@ def image_violations(table: exp.Table, size: int, ell: int) -> exp.Select:
 
 
 def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
-    """(vid, size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
-    (:func:`violating_images`, x bounded by cover below size ℓ), in one row with NULL past its
-    size; vid numbers them."""
+    """(size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
+    (:func:`violating_images`, x bounded by cover below size ℓ), one per row with NULL past its
+    size. One row per image, so count(*) counts the images and sum(x) is the certificate's
+    bound; the merge step reads the nodes from the columns (:func:`choose_image_merges`), or
+    one per row (:func:`image_nodes`)."""
     parts: list[exp.Select] = []
     for size in range(1, ell + 1):
         nodes = [exp.column(f"n{j}", quoted=True) if j <= size
@@ -268,18 +270,15 @@ def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
     query: exp.Query = parts[0]
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
-    vid = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
-        exp.Ordered(this=exp.column("size", quoted=True)),
-        *(exp.Ordered(this=exp.column(f"n{j}", quoted=True)) for j in range(1, ell + 1))]))
-    return exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True), exp.Star()).from_(
-        query.subquery("u"))
+    return exp.select(exp.Star()).from_(query.subquery("u"))
 
 
-def violating_image_nodes(table: exp.Table, ell: int) -> exp.Select:
-    """(vid, node_id, x): the images of :func:`violating_image_rows` one node per row, x on
-    the row of the image's first node and 0 on the others, so that max(vid) counts the images
-    and sum(x) is the certificate's bound (one statement gives what the merge step reads as
-    ``vnodes`` and the certificate's counts)."""
+def image_nodes(images: exp.Table, ell: int) -> exp.Select:
+    """(vid, node_id): the images of ``images`` (:func:`violating_image_rows`) one node per
+    row, as :meth:`.cutsearch.CutSearch.merge` reads them (the graph search). vid only tells
+    the images apart (the merge depends on the set of images, not on their numbers); they are
+    numbered in (size, n1, ...) order all the same, as before, since Spark numbers rows only in
+    an ordered window."""
     positions: exp.Query = exp.select(exp.Literal.number(1).as_("p", quoted=True))
     for j in range(2, ell + 1):
         positions = exp.union(positions, exp.select(exp.Literal.number(j).as_("p", quoted=True)),
@@ -288,11 +287,58 @@ def violating_image_nodes(table: exp.Table, ell: int) -> exp.Select:
     node = exp.Case(ifs=[exp.If(this=p.eq(exp.Literal.number(j)),
                                 true=exp.column(f"n{j}", "i", quoted=True))
                          for j in range(1, ell + 1)])
+    vid = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
+        exp.Ordered(this=exp.column("size", quoted=True)),
+        *(exp.Ordered(this=exp.column(f"n{j}", quoted=True)) for j in range(1, ell + 1))]))
+    numbered = exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True),
+                          exp.Star()).from_(images.copy())
     return (exp.select(exp.column("vid", "i", quoted=True).as_("vid", quoted=True),
-                       node.as_("node_id", quoted=True),
-                       exp.If(this=p.eq(exp.Literal.number(1)),
-                              true=exp.column("x", "i", quoted=True),
-                              false=exp.Literal.number(0.0)).as_("x", quoted=True))
-            .from_(violating_image_rows(table, ell).subquery("i"))
+                       node.as_("node_id", quoted=True))
+            .from_(numbered.subquery("i"))
             .join(exp.select("*").from_(positions.subquery("pos")).subquery("q"),
                   on=p <= exp.column("size", "i", quoted=True)))
+
+
+def choose_image_merges(images: exp.Table, hnode: exp.Table, costs: exp.Table,
+                        ell: int) -> exp.Select:
+    """``km_choose_merges`` for images given one per row (:func:`violating_image_rows`):
+    the same chosen nodes, without a row per (image, node) or a window per image.
+
+    Each image proposes the parent of least (cost, parent id) among its nodes' parents; that
+    order is a rank per parent (``dense_rank``, unique because parent ids are), and a node's
+    rank is its parent's, so an image's proposal is the least rank of its nodes (LEAST skips
+    the NULLs past an image's size and of the root, which has no parent, in PostgreSQL, DuckDB
+    and Spark alike). The distinct proposals are the distinct ranks, in the order
+    ``km_choose_merges`` sorts them (cost, node id), and the cheapest share ``:batch`` (at
+    least one) is chosen, as there."""
+    rank = exp.Window(this=exp.func("dense_rank"), order=exp.Order(expressions=[
+        exp.Ordered(this=_col("c", "cost")), exp.Ordered(this=_col("c", "node_id"))]))
+    ranked = (exp.select(_col("h", "node_id").as_("node_id", quoted=True),
+                         _col("c", "node_id").as_("parent_id", quoted=True),
+                         rank.as_("r", quoted=True))
+              .from_(with_alias(hnode, "h"))
+              .join(with_alias(costs, "c"), on=_col("c", "node_id").eq(_col("h", "parent_id"))))
+    ranks = [_col(f"p{j}", "r") for j in range(1, ell + 1)]
+    least = exp.func("least", *ranks) if ell > 1 else ranks[0]
+    proposed = exp.select(least.as_("r", quoted=True)).distinct().from_(with_alias(images, "i"))
+    for j in range(1, ell + 1):
+        proposed = proposed.join(exp.Table(this=identifier("nodes")).as_(f"p{j}"),
+                                 on=_col(f"p{j}", "node_id").eq(_col("i", f"n{j}")),
+                                 join_type="left")
+    r = exp.column("r", quoted=True)
+    ordered = (exp.select(r, exp.Window(this=exp.RowNumber(), order=exp.Order(
+        expressions=[exp.Ordered(this=r.copy())])).as_("rn", quoted=True),
+                          exp.Window(this=exp.func("count", exp.Star())).as_("n", quoted=True))
+               .from_(exp.select("*").from_(proposed.subquery("d")).where(r.copy().is_(
+                   exp.Null()).not_()).subquery("e")))
+    parents = exp.select(_col("nodes", "r").as_("r", quoted=True),
+                         _col("nodes", "parent_id").as_("node_id", quoted=True)).distinct() \
+        .from_(exp.Table(this=identifier("nodes")))
+    top = exp.func("greatest", exp.Literal.number(1), exp.cast(
+        exp.func("ceil", exp.Mul(this=_col("o", "n"), expression=exp.Placeholder(this="batch"))),
+        "BIGINT"))
+    return (exp.select(_col("a", "node_id").as_("node_id", quoted=True))
+            .with_("nodes", as_=ranked)
+            .from_(ordered.subquery("o"))
+            .join(parents.subquery("a"), on=_col("a", "r").eq(_col("o", "r")))
+            .where(_col("o", "rn") <= top))
