@@ -238,6 +238,15 @@ class Backend(ABC):
         """
         return []
 
+    @contextmanager
+    def whole_table_joins(self) -> Iterator[None]:
+        """Planner settings for statements that join whole working tables on keys the engine
+        cannot estimate well (kanon's steps); none by default.
+
+        PostgreSQL overrides it: see :class:`PostgresBackend`.
+        """
+        yield
+
     def analyze(self, table: exp.Table) -> None:  # noqa: B027
         """Refresh the planner's statistics of a table just built (a no-op where automatic).
 

@@ -168,3 +168,19 @@ def test_cli(db_url: DbUrl, tmp_path: Path) -> None:
     invoke("anonymize", "c", "--model", "kanon", "--k", "3", "--qi", "birth,sex,dx",
            "--suppress-budget", "0.05", "--seed", "1")
     assert "guarantee met" in invoke("verify", "c", "--run", "latest")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend_name", ["postgres"], indirect=False)
+def test_merge_joins_are_off_for_the_run_only(db: Backend) -> None:
+    # A kanon run plans its steps without merge joins (Backend.whole_table_joins); whatever the
+    # connection runs afterwards (export, in-place work) gets the planner back, also after a
+    # failed run.
+    def setting() -> str:
+        return str(db.execute("SELECT current_setting('enable_mergejoin')", fetch=True)[0][0])
+
+    assert setting() == "on"
+    with pytest.raises(RuntimeError, match="a step failed"), db.whole_table_joins():
+        assert setting() == "off"
+        raise RuntimeError("a step failed")
+    assert setting() == "on"

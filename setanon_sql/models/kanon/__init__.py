@@ -30,8 +30,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     plan = make_plan(backend, dataset, params)
     work = Work(backend, context)
     try:
-        result = top_down(work, dataset, plan)
-        publish(result, dataset, context)
+        with backend.whole_table_joins():
+            result = top_down(work, dataset, plan)
+            publish(result, dataset, context)
         context.figures.update(figures(result, dataset))
     finally:
         work.drop_all()
