@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,62 @@ def spark_counts(db: Any) -> tuple[int, int, int]:
             stages += len(info.stageIds)
             shuffles += max(0, len(info.stageIds) - 1)
     return (max(ids) + 1 if ids else 0), stages, shuffles
+
+
+def statement_kind(sql: str) -> str:
+    """A statement's kind for the per-kind table: its leading keywords ('CREATE TABLE AS')."""
+    text = " ".join(sql.split()).upper()
+    if text.startswith("CREATE") and any(f" AS {word}" in text for word in ("SELECT", "WITH", "(")):
+        return "CREATE TABLE AS"
+    for kind in ("CACHE TABLE", "UNCACHE TABLE", "DROP VIEW", "DROP TABLE", "CREATE TABLE",
+                 "CREATE DATABASE", "ALTER TABLE", "INSERT", "DESCRIBE TABLE EXTENDED",
+                 "DESCRIBE", "SHOW TABLES", "SHOW DATABASES", "REFRESH", "SELECT", "WITH"):
+        if text.startswith(kind):
+            return "SELECT" if kind == "WITH" else kind
+    return re.split(r"\W", text, maxsplit=1)[0]
+
+
+def trace_statements(db: Any) -> dict[str, list[float]]:
+    """Per statement kind: [statements, seconds, Spark jobs], filled as ``db`` executes.
+
+    Wraps the backend's ``execute`` (every SQL text it sends to Spark passes there) and
+    ``_keep`` (a working table checkpointed: kind CHECKPOINT); what is sent through the
+    DataFrame API otherwise (loads, exports, catalog views) is not counted.
+    """
+    totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
+    tracker = db._spark.sparkContext.statusTracker()
+
+    def last_job() -> int:
+        return max(tracker.getJobIdsForGroup(None), default=-1)
+
+    def traced(call: Any, kind: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            before, started = last_job(), time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                entry = totals[kind(*args)]
+                entry[0] += 1
+                entry[1] += time.perf_counter() - started
+                entry[2] += last_job() - before
+        return wrapper
+
+    db.execute = traced(db.execute, lambda sql, *_: statement_kind(sql))
+    if hasattr(db, "_keep"):
+        db._keep = traced(db._keep, lambda *_: "CHECKPOINT")
+    return totals
+
+
+def print_statements(name: str, model: str, totals: dict[str, list[float]], seconds: float,
+                     rounds: Any) -> None:
+    spent = sum(entry[1] for entry in totals.values())
+    print(f"#   {name} {model}: statements by kind (count, seconds, Spark jobs; per round "
+          f"over {rounds} rounds); {seconds - spent:.1f} s outside Spark's SQL calls")
+    for kind, (count, kind_seconds, jobs) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+        per = f"{count / rounds:.1f}" if isinstance(rounds, int) and rounds else "-"
+        print(f"#     {kind:24} {int(count):6} {kind_seconds:8.1f} s {int(jobs):6} jobs  "
+              f"({per} per round)")
+    totals.clear()
 
 
 def prepare(workdir: Path, records: int, seed: int) -> tuple[Path, Path, Path]:
@@ -77,10 +135,12 @@ def prepare(workdir: Path, records: int, seed: int) -> tuple[Path, Path, Path]:
     return tsv, fimi, hierarchy
 
 
-def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int) -> None:
+def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
+        models: list[str], statements: bool) -> None:
     db = api.open_database(url, "bench")
     try:
         counts = spark_counts if name == "spark" else None
+        totals = trace_statements(db) if statements and counts else None
         started = time.perf_counter()
         claims = api.load_table(db, tsv, "claims", "claim_id", ["diagnoses", "drugs"],
                                 replace=True)
@@ -91,6 +151,10 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int) -> 
         for model, dataset, params in (
                 ("kanon", claims, {"k": k, "qi": QI, "suppress_budget": 0.01}),
                 ("km", baskets, {"k": str(k), "m": 2})):
+            if model not in models:
+                continue
+            if totals is not None:
+                totals.clear()
             before = counts(db) if counts else (0, 0, 0)
             started = time.perf_counter()
             run_id = api.anonymize(db, dataset, require_model(model), params, seed=1,
@@ -103,6 +167,8 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int) -> 
             spent = " | ".join(str(a - b) for a, b in zip(after, before, strict=True))
             print(f"{name} | {model} k={k} | {seconds:.1f} s | rounds {rounds} | "
                   f"jobs | stages | shuffle stages: {spent if counts else '-'}", flush=True)
+            if totals is not None:
+                print_statements(name, model, totals, seconds, rounds)
     finally:
         db.close()
 
@@ -115,21 +181,26 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--backends", default="duckdb,spark")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/sparkbench"))
+    parser.add_argument("--models", default="kanon,km")
+    parser.add_argument("--statements", action="store_true",
+                        help="also print Spark's statements by kind: count, seconds, jobs")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     tsv, fimi, hierarchy = prepare(args.workdir, args.records, args.seed)
     print(f"# {args.records:,} claims; load average {os.getloadavg()[0]:.1f}")
+    models = args.models.split(",")
     for name in args.backends.split(","):
         if name == "duckdb":
             path = args.workdir / "bench.duckdb"
             path.unlink(missing_ok=True)
-            run(f"duckdb:///{path}?threads={args.cores}", name, tsv, fimi, hierarchy, args.k)
+            run(f"duckdb:///{path}?threads={args.cores}", name, tsv, fimi, hierarchy, args.k,
+                models, args.statements)
             path.unlink(missing_ok=True)
         else:
             warehouse = args.workdir / "warehouse"
             shutil.rmtree(warehouse, ignore_errors=True)
             run(f"spark://local[{args.cores}]?warehouse={warehouse}", name, tsv, fimi,
-                hierarchy, args.k)
+                hierarchy, args.k, models, args.statements)
     print(f"# load average after {os.getloadavg()[0]:.1f}")
 
 
