@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from setanon_sql import api
+from setanon_sql.backends.base import Backend
 from setanon_sql.models.kanon import MODEL
 from setanon_sql.models.kanon.generate import generate_claims
 from setanon_sql.synth.shape import format_shape, shape
@@ -51,12 +52,16 @@ PATTERNS = {
 
 
 @contextlib.contextmanager
-def database(backend: str, workdir: Path, memory_limit: str | None) -> Iterator[str]:
+def database(backend: str, workdir: Path, memory_limit: str | None,
+             keep: bool) -> Iterator[str]:
+    """The benchmark's database; a DuckDB file is removed before and after unless ``keep``."""
     if backend == "duckdb":
         path = workdir / "kanon_bench.duckdb"
-        path.unlink(missing_ok=True)
+        if not keep:
+            path.unlink(missing_ok=True)
         yield f"duckdb:///{path}" + (f"?memory_limit={memory_limit}" if memory_limit else "")
-        path.unlink(missing_ok=True)
+        if not keep:
+            path.unlink(missing_ok=True)
         return
     from tests.support.pg_server import postgres_url
 
@@ -94,6 +99,21 @@ class DiskWatch:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def claims(db: Backend, n: int, seed: int, reuse: bool) -> tuple[api.Dataset, str]:
+    """The dataset of ``n`` claims drawn with ``seed``: generated now, or with ``reuse`` the one
+    an earlier run left (same generator, size and seed; the generator is deterministic)."""
+    name = f"claims{n}"
+    if reuse:
+        found = api.find_dataset(db, name)
+        if (found is not None and found.n_records == n
+                and found.options.get("generator") == "claims"
+                and found.options.get("seed") == seed):
+            return found, "reused"
+    started = time.perf_counter()
+    dataset = generate_claims(db, name, n, seed, replace=True)
+    return dataset, f"{time.perf_counter() - started:.1f}"
 
 
 def profile(log: list[tuple[str, float]]) -> str:
@@ -134,6 +154,9 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()))
     parser.add_argument("--memory-limit", default=None,
                         help="DuckDB's memory_limit (e.g. 6GB; default: setanon's, half the RAM)")
+    parser.add_argument("--keep-data", action="store_true",
+                        help="DuckDB: keep the file in --workdir, and reuse a dataset of the "
+                             "same size and seed an earlier run left in it")
     parser.add_argument("--no-verify", action="store_true",
                         help="skip `setanon verify` after each run")
     parser.add_argument("--profile", action="store_true",
@@ -145,15 +168,13 @@ def main() -> None:
           "disk peak GB (file + spill, DuckDB)")
     print(f"# load average at start: {os.getloadavg()}", flush=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    with (database(args.backend, args.workdir, args.memory_limit) as url,
+    with (database(args.backend, args.workdir, args.memory_limit, args.keep_data) as url,
           DiskWatch(args.workdir) as disk):
         db = api.open_database(url, schema="kanon_bench")
         try:
             for n in args.sizes:
-                started = time.perf_counter()
-                dataset = generate_claims(db, f"claims{n}", n, args.seed, replace=True)
-                generated = time.perf_counter() - started
-                print(f"# generated in {generated:.1f} s; disk used now "
+                dataset, generated = claims(db, n, args.seed, args.keep_data)
+                print(f"# generated: {generated} s; disk used now "
                       f"{disk.used() / 2**30:.1f} GB, load average {os.getloadavg()}",
                       flush=True)
                 print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))
@@ -177,7 +198,7 @@ def main() -> None:
                                            for name, d in figures["disclosed_items"].items())
                         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                         disk.peak = max(disk.peak, disk.used())
-                        print(f"{args.backend} | {n:,} | {pattern} | {k} | {generated:.1f} | "
+                        print(f"{args.backend} | {n:,} | {pattern} | {k} | {generated} | "
                               f"{seconds:.1f} | {figures['ncp_overall']:.3f} | "
                               f"{shares or '-'} | "
                               f"{figures['records_deleted']:,} | {figures['classes']['count']:,}"

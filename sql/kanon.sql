@@ -162,11 +162,14 @@ FROM items AS i JOIN state AS s ON s.record_id = i.record_id
 
 -- name: kanon_set_rank
 -- §3.2: in-class ranking of the not yet disclosed items by f(alpha) (eq. 1), pruned below
--- theta = max(beta |c|, k) (eq. 2); ties go to the smaller item id.
+-- theta = max(beta |c|, k) (eq. 2); ties go to the smaller item id. Built per slice of classes
+-- (Work.build_sliced) where `held` is more than the engine groups at once.
 SELECT fr.cls, fr.item_id,
        row_number() OVER (PARTITION BY fr.cls ORDER BY fr.f DESC, fr.item_id) AS rnk
 FROM (
-    SELECT h.cls, h.item_id, count(*) AS f FROM held AS h GROUP BY h.cls, h.item_id
+    SELECT h.cls, h.item_id, count(*) AS f FROM held AS h
+    WHERE h.cls % :slices = :slice
+    GROUP BY h.cls, h.item_id
 ) AS fr
 JOIN cs AS c ON c.cls = fr.cls
 LEFT JOIN disc AS d ON d.cls = fr.cls AND d.item_id = fr.item_id
@@ -174,9 +177,11 @@ WHERE d.cls IS NULL AND fr.f >= greatest(:beta * c.n, :k)
 
 -- name: kanon_set_picks
 -- §3.3 eq. 3: every record picks its best-ranked item of R ∩ t.A (records without one pick none).
+-- Sliced as kanon_set_rank.
 SELECT c.record_id, c.cls, min(r.rnk) AS rnk
 FROM held AS c
 JOIN rank AS r ON r.cls = c.cls AND r.item_id = c.item_id
+WHERE c.cls % :slices = :slice
 GROUP BY c.record_id, c.cls
 
 -- name: kanon_set_groups

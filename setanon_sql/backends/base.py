@@ -247,6 +247,15 @@ class Backend(ABC):
         """
         yield
 
+    def rows_per_grouping(self) -> int | None:
+        """At most how many rows one GROUP BY over a working table should read, or None where
+        the engine's aggregates spill at any size (the default: PostgreSQL, Spark).
+
+        A step whose input is larger runs in slices of its classes (:meth:`Work.build_sliced`).
+        DuckDB overrides it: see :class:`DuckDBBackend`.
+        """
+        return None
+
     def analyze(self, table: exp.Table) -> None:  # noqa: B027
         """Refresh the planner's statistics of a table just built (a no-op where automatic).
 

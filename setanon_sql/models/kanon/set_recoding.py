@@ -42,9 +42,11 @@ def set_step(work: Work, dataset: Dataset, qi: QI, k: int, beta: float, budget: 
     many records may still go. Records deleted are left in the working table ``gone``."""
     items, state, cs = items_table(work, dataset, qi), work["state"], work["cs"]
     held = work.build("held", "kanon_set_record_items", tables={"items": items, "state": records})
-    rank = work.build("rank", "kanon_set_rank", {"beta": beta, "k": k},
-                      {"held": held, "cs": cs, "disc": work[f"d{qi.no}"]})
-    picks = work.build("picks", "kanon_set_picks", tables={"held": held, "rank": rank})
+    slices = work.slices_for("held")
+    rank = work.build_sliced("rank", "kanon_set_rank", slices, {"beta": beta, "k": k},
+                             {"held": held, "cs": cs, "disc": work[f"d{qi.no}"]})
+    picks = work.build_sliced("picks", "kanon_set_picks", slices,
+                              tables={"held": held, "rank": rank})
     work.drop("held")
     groups = work.build("groups", "kanon_set_groups", tables={"picks": picks})
     decide = work.build("decide", "kanon_set_decide", {"k": k, "budget": budget},

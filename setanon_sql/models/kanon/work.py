@@ -40,6 +40,35 @@ class Work:
         self._version[purpose] = self._counter
         return target
 
+    def slices_for(self, purpose: str) -> int:
+        """How many slices of classes a GROUP BY over ``purpose`` needs to stay within what the
+        engine can group in one statement (:meth:`Backend.rows_per_grouping`); 1 mostly."""
+        cap = self.backend.rows_per_grouping()
+        if cap is None:
+            return 1
+        return max(1, -(-self.count(purpose) // cap))
+
+    def build_sliced(self, purpose: str, query: Statement, slices: int, params: Params = None,
+                     tables: TableBinding | None = None) -> exp.Table:
+        """``build`` for a query that keeps the classes ``cls % :slices = :slice`` only: one
+        statement when ``slices`` is 1, else one part per slice and their union. The parts hold
+        disjoint classes, so for a query that groups or ranks within a class the union is the
+        query's result over all classes."""
+        if slices == 1:
+            return self.build(purpose, query, {**(params or {}), "slices": 1, "slice": 0}, tables)
+        parts = []
+        for part in range(slices):
+            self._counter += 1
+            table = self.context.table(f"{purpose}_slice_{self._counter}")
+            self.backend.materialize(table, query, {**(params or {}), "slices": slices,
+                                                    "slice": part}, tables, working=True)
+            parts.append(table)
+        union = exp.union(*(exp.select("*").from_(table) for table in parts), distinct=False)
+        built = self.build(purpose, union)
+        for table in parts:
+            self.backend.drop_table(table)
+        return built
+
     def drop(self, purpose: str) -> None:
         if purpose in self._version:
             self.backend.drop_table(self[purpose])
