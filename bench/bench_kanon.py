@@ -113,7 +113,7 @@ def claims(db: Backend, n: int, seed: int, reuse: bool) -> tuple[api.Dataset, st
             return found, "reused"
     started = time.perf_counter()
     dataset = generate_claims(db, name, n, seed, replace=True)
-    return dataset, f"{time.perf_counter() - started:.1f}"
+    return dataset, f"{time.perf_counter() - started:.1f} s"
 
 
 def profile(log: list[tuple[str, float]]) -> str:
@@ -163,7 +163,7 @@ def main() -> None:
                         help="print seconds per statement kind and per iteration")
     args = parser.parse_args()
     timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    print("backend | records | QI | k | generate s | anonymize s | NCP | disclosed "
+    print("backend | records | QI | k | generate | anonymize s | NCP | disclosed "
           "share | deleted | classes | iterations | tracemalloc peak MB | maxrss MB | "
           "disk peak GB (file + spill, DuckDB)")
     print(f"# load average at start: {os.getloadavg()}", flush=True)
@@ -174,7 +174,7 @@ def main() -> None:
         try:
             for n in args.sizes:
                 dataset, generated = claims(db, n, args.seed, args.keep_data)
-                print(f"# generated: {generated} s; disk used now "
+                print(f"# generated: {generated}; disk used now "
                       f"{disk.used() / 2**30:.1f} GB, load average {os.getloadavg()}",
                       flush=True)
                 print("# " + format_shape(shape(db, dataset, ["birth_year", "sex", "month"]))

@@ -168,7 +168,7 @@ SELECT fr.cls, fr.item_id,
        row_number() OVER (PARTITION BY fr.cls ORDER BY fr.f DESC, fr.item_id) AS rnk
 FROM (
     SELECT h.cls, h.item_id, count(*) AS f FROM held AS h
-    WHERE h.cls % :slices = :slice
+    WHERE mod(h.cls, :slices) = :slice
     GROUP BY h.cls, h.item_id
 ) AS fr
 JOIN cs AS c ON c.cls = fr.cls
@@ -181,7 +181,7 @@ WHERE d.cls IS NULL AND fr.f >= greatest(:beta * c.n, :k)
 SELECT c.record_id, c.cls, min(r.rnk) AS rnk
 FROM held AS c
 JOIN rank AS r ON r.cls = c.cls AND r.item_id = c.item_id
-WHERE c.cls % :slices = :slice
+WHERE mod(c.cls, :slices) = :slice
 GROUP BY c.record_id, c.cls
 
 -- name: kanon_set_groups

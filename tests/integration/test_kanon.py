@@ -81,7 +81,7 @@ def test_random_claims_pass_the_oracle(db: Backend, tmp_path: Path, seed: int, n
 
 
 @pytest.mark.on_spark(seeds=[5])
-@pytest.mark.parametrize(("seed", "rows_per_grouping"), [(5, 7), (6, 40), (7, 1)])
+@pytest.mark.parametrize(("seed", "rows_per_grouping"), [(5, 120), (6, 7), (7, 1)])
 def test_steps_in_slices_of_classes_publish_the_same(
         db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
         rows_per_grouping: int) -> None:

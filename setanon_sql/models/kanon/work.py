@@ -50,7 +50,7 @@ class Work:
 
     def build_sliced(self, purpose: str, query: Statement, slices: int, params: Params = None,
                      tables: TableBinding | None = None) -> exp.Table:
-        """``build`` for a query that keeps the classes ``cls % :slices = :slice`` only: one
+        """``build`` for a query that keeps the classes ``mod(cls, :slices) = :slice`` only: one
         statement when ``slices`` is 1, else one part per slice and their union. The parts hold
         disjoint classes, so for a query that groups or ranks within a class the union is the
         query's result over all classes."""
