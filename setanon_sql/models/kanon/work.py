@@ -54,14 +54,16 @@ class Work:
         statement when ``slices`` is 1, else one part per slice and their union. The parts hold
         disjoint classes, so for a query that groups or ranks within a class the union is the
         query's result over all classes."""
+        def of_slice(part: int) -> dict[str, object]:
+            return {**(params or {}), "slices": slices, "slice": part}
+
         if slices == 1:
-            return self.build(purpose, query, {**(params or {}), "slices": 1, "slice": 0}, tables)
+            return self.build(purpose, query, of_slice(0), tables)
         parts = []
         for part in range(slices):
             self._counter += 1
             table = self.context.table(f"{purpose}_slice_{self._counter}")
-            self.backend.materialize(table, query, {**(params or {}), "slices": slices,
-                                                    "slice": part}, tables, working=True)
+            self.backend.materialize(table, query, of_slice(part), tables, working=True)
             parts.append(table)
         union = exp.union(*(exp.select("*").from_(table) for table in parts), distinct=False)
         built = self.build(purpose, union)
