@@ -157,18 +157,18 @@ SELECT m.new_cls, d.item_id FROM moves AS m JOIN disc AS d ON d.cls = m.cls
 -- kanon_set_rank and kanon_set_picks. Picks join it with the ranking on both keys at once:
 -- given items, state and rank in one join, DuckDB paired every record with its class's whole
 -- ranking first (18M rows at 1M records; the pairs grow faster than n as classes grow).
+-- Where the engine cannot group all classes at once, set_recoding.held_of_slice adds a filter
+-- that keeps one slice of classes.
 SELECT i.record_id, s.cls, i.item_id
 FROM items AS i JOIN state AS s ON s.record_id = i.record_id
 
 -- name: kanon_set_rank
 -- §3.2: in-class ranking of the not yet disclosed items by f(alpha) (eq. 1), pruned below
--- theta = max(beta |c|, k) (eq. 2); ties go to the smaller item id. Built per slice of classes
--- (Work.build_sliced) where `held` is more than the engine groups at once.
+-- theta = max(beta |c|, k) (eq. 2); ties go to the smaller item id. Over one slice's `held`.
 SELECT fr.cls, fr.item_id,
        row_number() OVER (PARTITION BY fr.cls ORDER BY fr.f DESC, fr.item_id) AS rnk
 FROM (
     SELECT h.cls, h.item_id, count(*) AS f FROM held AS h
-    WHERE mod(h.cls, :slices) = :slice
     GROUP BY h.cls, h.item_id
 ) AS fr
 JOIN cs AS c ON c.cls = fr.cls
@@ -177,11 +177,10 @@ WHERE d.cls IS NULL AND fr.f >= greatest(:beta * c.n, :k)
 
 -- name: kanon_set_picks
 -- §3.3 eq. 3: every record picks its best-ranked item of R ∩ t.A (records without one pick none).
--- Sliced as kanon_set_rank.
+-- Over one slice's `held` and `rank`.
 SELECT c.record_id, c.cls, min(r.rnk) AS rnk
 FROM held AS c
 JOIN rank AS r ON r.cls = c.cls AND r.item_id = c.item_id
-WHERE mod(c.cls, :slices) = :slice
 GROUP BY c.record_id, c.cls
 
 -- name: kanon_set_groups

@@ -251,7 +251,8 @@ class Backend(ABC):
         """At most how many rows one GROUP BY over a working table should read, or None where
         the engine's aggregates spill at any size (the default: PostgreSQL, Spark).
 
-        A step whose input is larger runs in slices of its classes (:meth:`Work.build_sliced`).
+        A step whose input is larger runs in slices of its classes (kanon's
+        ``set_recoding.rank_and_pick``).
         DuckDB overrides it: see :class:`DuckDBBackend`.
         """
         return None

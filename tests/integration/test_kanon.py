@@ -85,8 +85,9 @@ def test_steps_in_slices_of_classes_publish_the_same(
         db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
         rows_per_grouping: int) -> None:
     # Where one grouping may read fewer rows than `held` has (Backend.rows_per_grouping),
-    # `rank` and `picks` are built per slice of classes: the published data, the deletions and
-    # the class numbers must be those of the single statement, and the oracle must pass. Spark
+    # `held`, `rank` and `picks` are built per slice of classes: the published data, the
+    # deletions and the class numbers must be those of the single statement, and the oracle
+    # must pass. Spark
     # spills any grouping (rows_per_grouping is None), so it never slices: its kanon tests run
     # the one-slice form of the same statements.
     dataset, source, hierarchy = _load(db, tmp_path, seed, 90)
@@ -101,8 +102,8 @@ def test_steps_in_slices_of_classes_publish_the_same(
     slices: list[int] = []
     original = Work.slices_for
 
-    def counted(self: Work, purpose: str) -> int:
-        slices.append(original(self, purpose))
+    def counted(self: Work, rows: int) -> int:
+        slices.append(original(self, rows))
         return slices[-1]
 
     monkeypatch.setattr(type(db), "rows_per_grouping", lambda self: rows_per_grouping)

@@ -184,7 +184,8 @@ def top_down(work: Work, dataset: Dataset, plan: Plan) -> Anonymization:
         elif chosen.kind == "category":
             moves = category_step(work, chosen, plan.k, max_cls, records)
         else:
-            step = set_step(work, dataset, chosen, plan.k, plan.beta, budget, max_cls, records)
+            step = set_step(work, dataset, chosen, plan.k, plan.beta, budget, max_cls, records,
+                            losses[chosen.no].occurrences)
             moves, deleted = step.moves, step.deleted
         if moves is None:  # l.6-8: no class could be specialized without breaking k-anonymity
             active.remove(chosen)

@@ -40,31 +40,27 @@ class Work:
         self._version[purpose] = self._counter
         return target
 
-    def slices_for(self, purpose: str) -> int:
-        """How many slices of classes a GROUP BY over ``purpose`` needs to stay within what the
-        engine can group in one statement (:meth:`Backend.rows_per_grouping`); 1 mostly."""
+    def slices_for(self, rows: int) -> int:
+        """How many slices of classes a step over ``rows`` record-item rows needs so that one
+        GROUP BY reads no more than the engine groups at once
+        (:meth:`Backend.rows_per_grouping`); 1 mostly."""
         cap = self.backend.rows_per_grouping()
         if cap is None:
             return 1
-        return max(1, -(-self.count(purpose) // cap))
+        return max(1, -(-rows // cap))
 
-    def build_sliced(self, purpose: str, query: Statement, slices: int, params: Params = None,
-                     tables: TableBinding | None = None) -> exp.Table:
-        """``build`` for a query that keeps the classes ``mod(cls, :slices) = :slice`` only: one
-        statement when ``slices`` is 1, else one part per slice and their union. The parts hold
-        disjoint classes, so for a query that groups or ranks within a class the union is the
-        query's result over all classes."""
-        def of_slice(part: int) -> dict[str, object]:
-            return {**(params or {}), "slices": slices, "slice": part}
+    def build_part(self, purpose: str, query: Statement, params: Params = None,
+                   tables: TableBinding | None = None) -> exp.Table:
+        """Materialize one slice's part of ``purpose``, kept until :meth:`build_union`."""
+        self._counter += 1
+        table = self.context.table(f"{purpose}_slice_{self._counter}")
+        self.backend.materialize(table, query, params, tables, working=True)
+        return table
 
-        if slices == 1:
-            return self.build(purpose, query, of_slice(0), tables)
-        parts = []
-        for part in range(slices):
-            self._counter += 1
-            table = self.context.table(f"{purpose}_slice_{self._counter}")
-            self.backend.materialize(table, query, of_slice(part), tables, working=True)
-            parts.append(table)
+    def build_union(self, purpose: str, parts: list[exp.Table]) -> exp.Table:
+        """The next version of ``purpose``: the union of its slices' parts, which it drops.
+        The parts hold disjoint classes, so for a query that groups or ranks within a class the
+        union is the query's result over all classes."""
         union = exp.union(*(exp.select("*").from_(table) for table in parts), distinct=False)
         built = self.build(purpose, union)
         for table in parts:
