@@ -161,6 +161,10 @@ def main() -> None:
                         help="skip `setanon verify` after each run")
     parser.add_argument("--profile", action="store_true",
                         help="print seconds per statement kind and per iteration")
+    parser.add_argument("--rows-per-grouping", type=int, default=None,
+                        help="override Backend.rows_per_grouping (the most rows one GROUP BY "
+                             "reads), e.g. to make a 10M run slice its steps as a 100M run does "
+                             "at 12 GB; default: the engine's own answer")
     args = parser.parse_args()
     timings: dict[tuple[str, int], list[tuple[int, float]]] = {}
     print("backend | records | QI | k | generate | anonymize s | NCP | disclosed "
@@ -171,6 +175,10 @@ def main() -> None:
     with (database(args.backend, args.workdir, args.memory_limit, args.keep_data) as url,
           DiskWatch(args.workdir) as disk):
         db = api.open_database(url, schema="kanon_bench")
+        if args.rows_per_grouping is not None:
+            cap: int = args.rows_per_grouping
+            type(db).rows_per_grouping = lambda self: cap  # type: ignore[method-assign]
+            print(f"# rows per grouping forced to {cap:,}", flush=True)
         try:
             for n in args.sizes:
                 dataset, generated = claims(db, n, args.seed, args.keep_data)
