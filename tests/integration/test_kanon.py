@@ -87,9 +87,8 @@ def test_steps_in_slices_of_classes_publish_the_same(
     # Where one grouping may read fewer rows than `held` has (Backend.rows_per_grouping),
     # `held`, `rank` and `picks` are built per slice of classes: the published data, the
     # deletions and the class numbers must be those of the single statement, and the oracle
-    # must pass. Spark
-    # spills any grouping (rows_per_grouping is None), so it never slices: its kanon tests run
-    # the one-slice form of the same statements.
+    # must pass. Spark spills any grouping (rows_per_grouping is None), so it never slices: its
+    # kanon tests run the one-slice form of the same statements.
     dataset, source, hierarchy = _load(db, tmp_path, seed, 90)
     params = {"k": 2, "beta": 0.1, "suppress_budget": 0.1}
 
