@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.km.exactcheck import share_bound, share_bounds
 from setanon_sql.models.km.itemsets import (
     MAX_EXACT_TERMS_SIZE,
     exact_cover_count,
@@ -52,7 +53,7 @@ def test_violating_images_and_their_bound_match_the_oracle(db: Backend, tmp_path
     db.materialize(counts, "km_generalized_counts", None, {"items": items, "cut": cut})
     images, bound = 0, 0.0
     for size in range(1, ell + 1):
-        found, itemsets = db.query(image_violations(counts, size, ell), {"k": k})[0]
+        found, itemsets = db.query(image_violations(counts, size, [ell]), {f"k{ell}": k})[0]
         images, bound = images + int(found), bound + float(itemsets or 0)
 
     mapping = dict(db.query(exp.select("d.label", "c.node_id").from_(dictionary.copy().as_("d"))
@@ -72,6 +73,30 @@ def test_violating_images_and_their_bound_match_the_oracle(db: Backend, tmp_path
     assert images == len(bad_images)
     assert bound == pytest.approx(bad_occurrences)
     assert images > 0 or all(support[i] >= k for i in support)  # zero images: nothing below k
+    for table in (cut, counts):
+        db.drop_table(table)
+
+
+@pytest.mark.parametrize(("seed", "nodes"), [(1, 8), (4, 5), (6, 12)])
+def test_one_enumeration_per_itemset_size_serves_every_size_alike(
+        db: Backend, tmp_path: Path, seed: int, nodes: int) -> None:
+    # verify bounds several sizes on one cut, enumerating each itemset size once for all of
+    # them; each size's bound must be the one it gets alone (which the oracle test checks).
+    data, _ = random_case(tmp_path, seed)
+    dataset = api.load_transactions(db, data, f"s{seed}")
+    attribute = dataset.set_attributes[0]
+    items = db.table(dataset.items_table(attribute))
+    cut, counts, scratch = (db.table(f"s{name}{seed}") for name in ("cut", "counts", "omega"))
+    _cut(db, db.table(dataset.dict_table(attribute)), cut, 2 * seed + 1, seed, nodes)
+    db.materialize(counts, "km_generalized_counts", None, {"items": items, "cut": cut})
+    ks = {1: 2, 2: 4, 3: 3, 4: 5}
+    together = share_bounds(db, counts, items, ks, scratch)
+    alone = {ell: share_bound(db, counts, items, ell, k, scratch) for ell, k in ks.items()}
+    assert sum(found.images for found in alone.values()) > 0  # something to agree on
+    for ell in ks:
+        assert (together[ell].rows, together[ell].images) == (alone[ell].rows,
+                                                               alone[ell].images)
+        assert together[ell].share == pytest.approx(alone[ell].share)
     for table in (cut, counts):
         db.drop_table(table)
 
@@ -117,18 +142,18 @@ def test_verify_bounds_the_share_from_above_by_enumeration(db: Backend, tmp_path
     # A run exact for k = 2, m = 1, checked for pairs at k = 3 (violations to find): verify's
     # enumeration bound must lie at or above the oracle's exact violating share.
     from setanon_sql.io.published import published
-    from setanon_sql.models.km.verify import enumerated_share
+    from setanon_sql.models.km.verify import enumerated_shares
 
     data, hierarchy = random_case(tmp_path, 6)
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
     share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
                                       km_oracle.read_mapping(mapping_file), 3, 2)
     tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
-    bound = enumerated_share(db, tables, 2, 3, 10**6)
+    bound = enumerated_shares(db, tables, {2: (3, 10**6)}).get(2)
     assert bound is not None and bound.images > 0
     assert share > 0.05
     assert share <= bound.share <= 1.0
-    assert enumerated_share(db, tables, 2, 3, 0) is None  # dearer than 0 samples: not run
+    assert enumerated_shares(db, tables, {2: (3, 0)}) == {}  # dearer than 0 samples: not run
     assert [t for t in db.table_names("tmp_")] == []
 
 

@@ -159,25 +159,40 @@ class ShareBound:
     share: float
 
 
+def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict[int, int],
+                 scratch: exp.Table, floors: dict[int, int] | None = None
+                 ) -> dict[int, ShareBound]:
+    """For each size ℓ of ``ks`` (ℓ -> k_ℓ): enumerate the violating images of ℓ-itemsets in
+    ``counts(record_id, node_id, c)`` (the generalized records with items per node,
+    ``km_generalized_counts``) and bound their share of Ω^ℓ of ``items`` (module docstring).
+    Each itemset size is enumerated once for every ℓ at once. ``floors`` keeps
+    :func:`omega_floor` per ℓ between calls on the same ``items``; ``scratch`` is its work
+    table."""
+    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+    images, bound = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0)
+    for size in range(max(ks), 0, -1):
+        ells = sorted(ell for ell in ks if ell >= size)
+        row = backend.query(image_violations(counts, size, ells),
+                            {f"k{ell}": ks[ell] for ell in ells})[0]
+        for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
+            images[ell] += int(found)
+            bound[ell] += float(itemsets or 0.0)
+    floors = {} if floors is None else floors
+    found_bounds = {}
+    for ell in ks:
+        share = 0.0
+        if images[ell]:
+            if ell not in floors:
+                floors[ell] = omega_floor(backend, items, ell, scratch)
+            share = min(1.0, bound[ell] / floors[ell]) if floors[ell] else 1.0
+        found_bounds[ell] = ShareBound(enumeration_rows(lengths, ell), images[ell], share)
+    return found_bounds
+
+
 def share_bound(backend: Backend, counts: exp.Table, items: exp.Table, ell: int,
                 k: int, scratch: exp.Table, floors: dict[int, int] | None = None) -> ShareBound:
-    """Enumerate the violating images of ℓ-itemsets in ``counts(record_id, node_id, c)`` (the
-    generalized records with items per node, ``km_generalized_counts``) and bound their share
-    of Ω^ℓ of ``items`` (module docstring). ``floors`` keeps :func:`omega_floor` per ℓ between
-    calls on the same ``items``; ``scratch`` is its work table."""
-    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
-    images, bound = 0, 0.0
-    for size in range(ell, 0, -1):
-        found, itemsets = backend.query(image_violations(counts, size, ell), {"k": k})[0]
-        images, bound = images + int(found), bound + float(itemsets or 0.0)
-    share = 0.0
-    if images:
-        floors = {} if floors is None else floors
-        if ell not in floors:
-            floors[ell] = omega_floor(backend, items, ell, scratch)
-        floor = floors[ell]
-        share = min(1.0, bound / floor) if floor else 1.0
-    return ShareBound(enumeration_rows(lengths, ell), images, share)
+    """:func:`share_bounds` of the one size ℓ."""
+    return share_bounds(backend, counts, items, {ell: k}, scratch, floors)[ell]
 
 
 @dataclass

@@ -243,13 +243,50 @@ def violating_images(table: exp.Table, size: int, ell: int,
                 >= exp.Literal.number(ell))))
 
 
-def image_violations(table: exp.Table, size: int, ell: int) -> exp.Select:
-    """(images, itemsets): how many :func:`violating_images` of this size there are, and the
-    sum of their x."""
-    return exp.select(exp.func("count", exp.Star()),
-                      exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
-                               exp.Literal.number(0.0))).from_(
-        violating_images(table, size, ell).subquery("v"))
+def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Select:
+    """(images, itemsets) for each ℓ of ``ells`` (each >= ``size``), in that order: how many
+    :func:`violating_images` of this size there are for ℓ (support below ``:k<ℓ>``, e.g.
+    ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
+    verify checks several sizes on one cut, which used to enumerate each size once per ℓ."""
+    assert ells and min(ells) >= size
+    occurrences = itemset_occurrences(table, size)
+    counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
+    cover: exp.Expr = counts[0].copy()
+    for c in counts[1:]:
+        cover = exp.Add(this=cover, expression=c.copy())
+    # ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of the
+    # counts (what inclusion-exclusion sums to, at a fraction of the arithmetic).
+    product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
+    for c in counts[1:]:
+        product = exp.Mul(this=product, expression=c.copy())
+    xs = [(ell, product.copy() if ell == size else exact_cover_count(counts, ell))
+          for ell in ells]
+    support, widest = (exp.column(name, quoted=True) for name in ("support", "cover"))
+    ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
+    per_image = (
+        exp.select(exp.func("count", exp.Star()).as_("support", quoted=True),
+                   exp.func("max", exp.column("cover", quoted=True)).as_("cover", quoted=True),
+                   *(exp.func("sum", exp.column(f"x{ell}", quoted=True))
+                     .as_(f"x{ell}", quoted=True) for ell, _ in xs))
+        .from_(occurrences.select(cover.as_("cover", quoted=True),
+                                  *(x.as_(f"x{ell}", quoted=True) for ell, x in xs))
+               .subquery("o"))
+        .group_by(*nodes)
+        # the loosest of the conditions below, to keep few groups
+        .having(exp.func("count", exp.Star())
+                < (ks[0].copy() if len(ks) == 1 else exp.func("greatest", *ks))))
+    columns: list[exp.Expr] = []
+    for (ell, _), k in zip(xs, ks, strict=True):
+        # a holder with >= ℓ items under the nodes (always true at ℓ = size)
+        violating = exp.and_(support < k.copy(), widest >= exp.Literal.number(ell))
+        columns.append(exp.func("coalesce", exp.func("sum", exp.If(
+            this=violating, true=exp.Literal.number(1), false=exp.Literal.number(0))),
+            exp.Literal.number(0)))
+        columns.append(exp.func("coalesce", exp.func("sum", exp.If(
+            this=violating.copy(), true=exp.column(f"x{ell}", quoted=True),
+            false=exp.Literal.number(0.0))), exp.Literal.number(0.0)))
+    return exp.select(*columns).from_(per_image.subquery("v"))
 
 
 def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:

@@ -29,7 +29,7 @@ from setanon_sql.models.km.exactcheck import (
     ROW_COST,
     ShareBound,
     enumeration_rows,
-    share_bound,
+    share_bounds,
 )
 from setanon_sql.models.km.itemsets import violation_count
 from setanon_sql.models.km.params import parse_params
@@ -65,11 +65,14 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     failed, undecided = False, False
     original = run_tables(backend, dataset, attribute, view)
     sampled = []
+    enumerated_sizes = enumerated_shares(backend, original, {
+        ell: (params.k[ell - 1], gamma(params.sigma[ell - 1]))
+        for ell in range(1, params.m + 1) if not params.exact_at(ell)})
     for ell in range(1, params.m + 1):
         k = params.k[ell - 1]
         if not params.exact_at(ell):
             sigma = params.sigma[ell - 1]
-            enumerated = enumerated_share(backend, original, ell, k, gamma(sigma))
+            enumerated = enumerated_sizes.get(ell)
             if enumerated is not None and enumerated.share <= 1 - sigma:
                 details[f"size {ell}"] = (
                     f"enumerated, support below {k}: {enumerated.images} image(s) of "
@@ -110,10 +113,15 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
                         inconclusive=undecided and not failed)
 
 
-def enumerated_share(backend: Backend, original: dict[str, Any], ell: int, k: int,
-                     samples: int) -> ShareBound | None:
+def enumerated_shares(backend: Backend, original: dict[str, Any],
+                      sizes: dict[int, tuple[int, int]]) -> dict[int, ShareBound]:
     """The enumeration bound of :mod:`.exactcheck` on the published generalization of the
-    original items, or None where enumerating costs more than ``samples`` samples."""
+    original items, for each size ℓ of ``sizes`` (ℓ -> (k_ℓ, the samples it would draw
+    instead)) where enumerating costs no more than those samples; the other sizes are left
+    out. The generalization is built once, and each itemset size is enumerated once for all
+    of them."""
+    if not sizes:
+        return {}
     cut, counts, scratch = (backend.table(staging_table(p))
                             for p in ("vecut", "vecount", "veomega"))
     try:
@@ -121,9 +129,11 @@ def enumerated_share(backend: Backend, original: dict[str, Any], ell: int, k: in
         backend.materialize(counts, "km_generalized_counts", None,
                             {"items": original["items"], "cut": cut})
         lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
-        if enumeration_rows(lengths, ell) > min(MAX_EXACT_ROWS, ROW_COST * samples):
-            return None
-        return share_bound(backend, counts, original["items"], ell, k, scratch)
+        cheap = {ell: k for ell, (k, samples) in sizes.items()
+                 if enumeration_rows(lengths, ell) <= min(MAX_EXACT_ROWS, ROW_COST * samples)}
+        if not cheap:
+            return {}
+        return share_bounds(backend, counts, original["items"], cheap, scratch)
     finally:
         for table in (cut, counts, scratch):
             backend.drop_table(table)
