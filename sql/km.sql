@@ -74,6 +74,27 @@ SELECT i.record_id, c.node_id, count(*) AS c
 FROM items AS i JOIN cut AS c ON c.item_id = i.item_id
 GROUP BY i.record_id, c.node_id
 
+-- name: km_changed_nodes
+-- The nodes whose items differ between two cuts (enumsteer.py): new or grown nodes of the next
+-- cut, and nodes of the previous one that lost items or are gone.
+SELECT node_id FROM (
+    SELECT item_id, node_id FROM cut EXCEPT SELECT item_id, node_id FROM prevcut
+) AS grown
+UNION
+SELECT node_id FROM (
+    SELECT item_id, node_id FROM prevcut EXCEPT SELECT item_id, node_id FROM cut
+) AS shrunk
+
+-- name: km_touched_counts
+-- km_generalized_counts of the records holding a changed node, each node flagged (fresh = 1)
+-- when it changed: every holder of an image with a changed node is among these records.
+SELECT g.record_id, g.node_id, g.c,
+       CASE WHEN g.node_id IN (SELECT node_id FROM changed) THEN 1 ELSE 0 END AS fresh
+FROM counts AS g
+WHERE g.record_id IN (
+    SELECT t.record_id FROM counts AS t JOIN changed AS ch ON ch.node_id = t.node_id
+)
+
 -- name: km_merge_costs
 -- For every node P above a cut node, the increase of the error if the cut nodes below P are
 -- merged into P (the neighbour of R at an item below P, Sec. V): with error 'ncp' the increase

@@ -15,7 +15,12 @@ from sqlglot import exp
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km import exactcheck, sampled
-from setanon_sql.models.km.itemsets import choose_image_merges, image_nodes, violating_image_rows
+from setanon_sql.models.km.itemsets import (
+    choose_image_merges,
+    image_nodes,
+    untouched_image_rows,
+    violating_image_rows,
+)
 from setanon_sql.models.km.samplesize import gamma_bound
 from tests.integration.test_km import random_case, run_km
 from tests.integration.test_km_exactcheck import _cut
@@ -99,6 +104,53 @@ def test_violating_image_rows_match_the_oracle(db: Backend, tmp_path: Path, seed
     assert len(images) == len(bad)  # one row per image: count(*) counts them
     assert bound >= occurrences - 1e-9  # an upper bound on the violating itemsets of D
     for table in (cut, counts, found):
+        db.drop_table(table)
+
+
+@pytest.mark.parametrize(("seed", "ell", "k", "nodes"),
+                         [(1, 2, 3, 10), (2, 3, 2, 9), (3, 3, 4, 12), (6, 4, 3, 8)])
+def test_images_after_merges_are_those_a_full_enumeration_finds(
+        db: Backend, tmp_path: Path, seed: int, ell: int, k: int, nodes: int) -> None:
+    # enumsteer keeps the images of unchanged nodes and enumerates only the itemsets with a
+    # changed node, in the records holding one: the union must be a full enumeration's rows.
+    # Two merges: nodes 0 and 1 into a new node, node 3 into node 2 (which keeps its id).
+    data, _ = random_case(tmp_path, seed)
+    items, dictionary = _items(db, data, f"i{seed}")
+    before, after = db.table(f"icut{seed}"), db.table(f"inext{seed}")
+    _cut(db, dictionary, before, 2 * seed + 1, seed, nodes)
+    node = exp.column("node_id")
+    db.materialize(after, exp.select("item_id", exp.Case(ifs=[
+        exp.If(this=node.isin(0, 1), true=exp.Literal.number(1000)),
+        exp.If(this=node.eq(3), true=exp.Literal.number(2))], default=node).as_("node_id"))
+        .from_(before.copy()))
+    old, new = db.table(f"icnt{seed}"), db.table(f"icnt2{seed}")
+    old_images, changed, touched = (db.table(f"i{p}{seed}") for p in ("img", "chg", "tch"))
+    kept, full = db.table(f"ikept{seed}"), db.table(f"ifull{seed}")
+    db.materialize(old, "km_generalized_counts", None, {"items": items, "cut": before})
+    db.materialize(new, "km_generalized_counts", None, {"items": items, "cut": after})
+    db.materialize(old_images, violating_image_rows(old, ell), {"k": k})
+    db.materialize(changed, "km_changed_nodes", None, {"cut": after, "prevcut": before})
+    members: list[dict[int, set[int]]] = [{}, {}]
+    for cut, held in zip((before, after), members, strict=True):
+        for item, node_id in db.query(exp.select("item_id", "node_id").from_(cut.copy())):
+            held.setdefault(int(node_id), set()).add(int(item))
+    assert sorted(int(n) for (n,) in db.query(exp.select("node_id").from_(changed.copy()))) == [
+        n for n in sorted(set(members[0]) | set(members[1]))
+        if members[0].get(n) != members[1].get(n)]
+    db.materialize(touched, "km_touched_counts", None, {"counts": new, "changed": changed})
+    db.materialize(kept, exp.union(untouched_image_rows(old_images, changed, ell),
+                                   violating_image_rows(touched, ell, touching="fresh"),
+                                   distinct=False), {"k": k})
+    db.materialize(full, violating_image_rows(new, ell), {"k": k})
+    columns = ["size", *(f"n{j}" for j in range(1, ell + 1)), "x"]
+
+    def rows(table: exp.Table) -> list[tuple[object, ...]]:
+        return sorted((*row[:-1], round(float(row[-1]), 6))
+                      for row in db.query(exp.select(*columns).from_(table.copy())))
+
+    assert rows(full)  # something to compare
+    assert rows(kept) == rows(full)
+    for table in (before, after, old, new, old_images, changed, touched, kept, full):
         db.drop_table(table)
 
 

@@ -17,8 +17,10 @@ def _col(alias: str, name: str) -> exp.Column:
     return exp.Column(this=identifier(name), table=identifier(alias))
 
 
-def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id") -> exp.Select:
-    """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ."""
+def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
+                        touching: str | None = None) -> exp.Select:
+    """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ; with
+    ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1."""
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
                        _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"))
     for j in range(2, ell + 1):
@@ -27,6 +29,43 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id") -> ex
                       _col(alias, item) > _col(previous, item))
         query = query.join(with_alias(table, alias), on=on)
         query = query.select(_col(alias, item).as_(f"n{j}", quoted=True))
+    if touching is not None:
+        return _anchored_occurrences(table, ell, item, touching)
+    return query
+
+
+def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> exp.Select:
+    """:func:`itemset_occurrences` of the itemsets holding a node flagged 1 in ``flag``, each
+    grown from its smallest flagged node (the anchor, alias gℓ) and ℓ - 1 other nodes of the
+    record (g1 < ... < gℓ-1, none of them a flagged node below the anchor): a record of L nodes
+    with F flagged gives F·C(L - 1, ℓ - 1) rows rather than C(L, ℓ) filtered. The anchor is put
+    in its place among the others, so n1 < ... < nℓ as there."""
+    anchor = f"g{ell}"
+    query = (exp.select(_col(anchor, "record_id").as_("record_id", quoted=True))
+             .from_(with_alias(table, anchor))
+             .where(_col(anchor, flag).eq(exp.Literal.number(1))))
+    for j in range(1, ell):
+        alias = f"g{j}"
+        on = exp.and_(_col(alias, "record_id").eq(_col(anchor, "record_id")),
+                      _col(alias, item).neq(_col(anchor, item)),
+                      exp.or_(_col(alias, flag).eq(exp.Literal.number(0)),
+                              _col(alias, item) > _col(anchor, item)),
+                      *([_col(alias, item) > _col(f"g{j - 1}", item)] if j > 1 else []))
+        query = query.join(with_alias(table, alias), on=on)
+    below: exp.Expr = exp.Literal.number(0)  # how many other nodes sort before the anchor
+    for j in range(1, ell):
+        below = exp.Add(this=below, expression=exp.Case(ifs=[exp.If(
+            this=_col(f"g{j}", item) < _col(anchor, item), true=exp.Literal.number(1))],
+            default=exp.Literal.number(0)))
+    for p in range(1, ell + 1):
+        ifs = []
+        if p < ell:
+            ifs.append(exp.If(this=below.copy() >= exp.Literal.number(p),
+                              true=_col(f"g{p}", item)))
+        ifs.append(exp.If(this=below.copy().eq(exp.Literal.number(p - 1)),
+                          true=_col(anchor, item)))
+        node = exp.Case(ifs=ifs, default=_col(f"g{p - 1}", item) if p > 1 else None)
+        query = query.select(node.as_(f"n{p}", quoted=True))
     return query
 
 
@@ -205,7 +244,7 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
 
 
 def violating_images(table: exp.Table, size: int, ell: int,
-                     cover_bound: bool = False) -> exp.Select:
+                     cover_bound: bool = False, touching: str | None = None) -> exp.Select:
     """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
     counts the record's original items under the node) with support in [1, :k) and a holder
     with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
@@ -213,8 +252,9 @@ def violating_images(table: exp.Table, size: int, ell: int,
     whose image is G (an upper bound on the ℓ-itemsets of D they stand for: an itemset held by
     several records is counted once per holder). With ``cover_bound``, x of an image smaller
     than ℓ is Σ C(cover, ℓ) instead, a larger upper bound (every ℓ-subset of the holder's items
-    under G's nodes) at one binomial per row instead of 2^size - 1."""
-    occurrences = itemset_occurrences(table, size)
+    under G's nodes) at one binomial per row instead of 2^size - 1. ``touching``: only the
+    images holding a node flagged in that column (:func:`itemset_occurrences`)."""
+    occurrences = itemset_occurrences(table, size, touching=touching)
     counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
@@ -289,12 +329,13 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Se
     return exp.select(*columns).from_(per_image.subquery("v"))
 
 
-def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
+def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None) -> exp.Select:
     """(size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
     (:func:`violating_images`, x bounded by cover below size ℓ), one per row with NULL past its
     size. One row per image, so count(*) counts the images and sum(x) is the certificate's
     bound; the merge step reads the nodes from the columns (:func:`choose_image_merges`), or
-    one per row (:func:`image_nodes`)."""
+    one per row (:func:`image_nodes`). ``touching``: only the images holding a flagged node
+    (:func:`itemset_occurrences`)."""
     parts: list[exp.Select] = []
     for size in range(1, ell + 1):
         nodes = [exp.column(f"n{j}", quoted=True) if j <= size
@@ -302,12 +343,24 @@ def violating_image_rows(table: exp.Table, ell: int) -> exp.Select:
                  for j in range(1, ell + 1)]
         parts.append(exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
                                 exp.column("x", quoted=True))
-                     .from_(violating_images(table, size, ell, cover_bound=True)
-                            .subquery(f"v{size}")))
+                     .from_(violating_images(table, size, ell, cover_bound=True,
+                                             touching=touching).subquery(f"v{size}")))
     query: exp.Query = parts[0]
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
     return exp.select(exp.Star()).from_(query.subquery("u"))
+
+
+def untouched_image_rows(images: exp.Table, changed: exp.Table, ell: int) -> exp.Select:
+    """The rows of ``images`` (:func:`violating_image_rows`) none of whose nodes is in
+    ``changed(node_id)``: an image of unchanged nodes has the same holders, support and bound
+    under the next cut (:mod:`.enumsteer`)."""
+    changed_nodes = exp.select(exp.column("node_id", quoted=True)).from_(changed.copy())
+    keep = [exp.or_(exp.column(f"n{j}", quoted=True).is_(exp.null()),
+                    exp.not_(exp.In(this=exp.column(f"n{j}", quoted=True),
+                                    query=changed_nodes.copy().subquery())))
+            for j in range(1, ell + 1)]
+    return exp.select(exp.Star()).from_(images.copy()).where(exp.and_(*keep))
 
 
 def image_nodes(images: exp.Table, ell: int) -> exp.Select:
