@@ -21,6 +21,8 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
                         touching: str | None = None) -> exp.Select:
     """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ; with
     ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1."""
+    if touching is not None:
+        return _anchored_occurrences(table, ell, item, touching)
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
                        _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"))
     for j in range(2, ell + 1):
@@ -29,8 +31,6 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
                       _col(alias, item) > _col(previous, item))
         query = query.join(with_alias(table, alias), on=on)
         query = query.select(_col(alias, item).as_(f"n{j}", quoted=True))
-    if touching is not None:
-        return _anchored_occurrences(table, ell, item, touching)
     return query
 
 
