@@ -88,9 +88,11 @@ SELECT node_id FROM (
 -- name: km_touched_counts
 -- km_generalized_counts of the records holding a changed node, each node flagged (fresh = 1)
 -- when it changed: every holder of an image with a changed node is among these records.
+-- (A join, not IN, flags the nodes: Spark takes IN subqueries only as filters.)
 SELECT g.record_id, g.node_id, g.c,
-       CASE WHEN g.node_id IN (SELECT node_id FROM changed) THEN 1 ELSE 0 END AS fresh
+       CASE WHEN f.node_id IS NULL THEN 0 ELSE 1 END AS fresh
 FROM counts AS g
+LEFT JOIN changed AS f ON f.node_id = g.node_id
 WHERE g.record_id IN (
     SELECT t.record_id FROM counts AS t JOIN changed AS ch ON ch.node_id = t.node_id
 )

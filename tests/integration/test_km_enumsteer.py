@@ -107,6 +107,7 @@ def test_violating_image_rows_match_the_oracle(db: Backend, tmp_path: Path, seed
         db.drop_table(table)
 
 
+@pytest.mark.on_spark(seeds=[3])
 @pytest.mark.parametrize(("seed", "ell", "k", "nodes"),
                          [(1, 2, 3, 10), (2, 3, 2, 9), (3, 3, 4, 12), (6, 4, 3, 8)])
 def test_images_after_merges_are_those_a_full_enumeration_finds(
@@ -154,6 +155,7 @@ def test_images_after_merges_are_those_a_full_enumeration_finds(
         db.drop_table(table)
 
 
+@pytest.mark.on_spark(seeds=[1])
 @pytest.mark.parametrize("seed", [1, 2, 4])
 def test_sizes_steered_by_enumeration_meet_epsilon(db: Backend, tmp_path: Path,
                                                    seed: int) -> None:
