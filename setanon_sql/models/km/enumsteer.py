@@ -11,7 +11,8 @@ cheapest share ``batch`` is applied: :meth:`.cutsearch.CutSearch.merge`).
 
 Why: a sample-steered round re-counts the supports of the violating samples (a dozen
 statements: keys, groups, plan costs, a support plan, violations) and draws a pool of γ
-samples per size first; this round is four statements plus the merge, and it stops at the
+samples per size first; this round is a handful of statements plus the merge (the cut's
+copy, its changed nodes, their records, the images), and it stops at the
 first cut whose violating share is provably <= ε, where the samples went on until none of
 them violated (BMS-WebView-2, k = 5, m = 3: see BENCHMARKS.md). The exact search
 (:mod:`.exact`) makes the same rounds but only stops at zero violations.
