@@ -41,7 +41,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query, xs
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
 from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -178,10 +178,6 @@ class Suppressor:
             self.backend.drop_table(level)
         levels, counted = build_supports(self.backend, table, cur, self.width, self.sens,
                                          self.max_q)
-        # Every round subtracts a small delta from this table by its key (_subtract). Without an
-        # index PostgreSQL sorted the whole table for a merge join each round: 12M rows, over
-        # 20 s a round, on BMS-WebView-2 at --m 3 (BENCHMARKS.md, rho on PostgreSQL).
-        self.backend.create_access_index(counted, ["part", *xs(self.width)])
         self.levels = tuple(levels)
         self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
                               for level in levels[1:])
