@@ -216,6 +216,23 @@ def binomial(n: exp.Expr, ell: int) -> exp.Expr:
 MAX_EXACT_TERMS_SIZE = 6
 
 
+def _cover(counts: Sequence[exp.Expr]) -> exp.Expr:
+    """A holder's items under an itemset's nodes: the sum of its per-node counts."""
+    total: exp.Expr = counts[0].copy()
+    for c in counts[1:]:
+        total = exp.Add(this=total, expression=c.copy())
+    return total
+
+
+def _one_per_node(counts: Sequence[exp.Expr]) -> exp.Expr:
+    """ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of
+    the counts (what inclusion-exclusion sums to, at a fraction of the arithmetic)."""
+    product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
+    for c in counts[1:]:
+        product = exp.Mul(this=product, expression=c.copy())
+    return product
+
+
 def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
     """ℓ-subsets of a record's items under the nodes whose item counts are ``counts`` that hold
     an item under every node (those whose image is exactly the itemset): inclusion-exclusion,
@@ -223,17 +240,11 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
     the upper bound C(Σ c, ℓ)."""
     size = len(counts)
     if size > MAX_EXACT_TERMS_SIZE:
-        total: exp.Expr = counts[0].copy()
-        for c in counts[1:]:
-            total = exp.Add(this=total, expression=c.copy())
-        return binomial(total, ell)
+        return binomial(_cover(counts), ell)
     value: exp.Expr | None = None
     for mask in range(1, 1 << size):
-        chosen = [counts[i].copy() for i in range(size) if mask >> i & 1]
-        covered: exp.Expr = chosen[0]
-        for c in chosen[1:]:
-            covered = exp.Add(this=covered, expression=c)
-        term = binomial(covered, ell)
+        chosen = [counts[i] for i in range(size) if mask >> i & 1]
+        term = binomial(_cover(chosen), ell)
         if (size - len(chosen)) % 2:
             value = exp.Sub(this=value, expression=term) if value is not None else exp.Neg(
                 this=term)
@@ -259,19 +270,13 @@ def violating_images(table: exp.Table, size: int, ell: int,
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
     if size == ell:
-        # ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of
-        # the counts (what inclusion-exclusion sums to, at a fraction of the arithmetic), and
-        # every holder covers ℓ items.
-        product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
-        for c in counts[1:]:
-            product = exp.Mul(this=product, expression=c.copy())
+        # every holder covers ℓ items (:func:`_one_per_node`)
         return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
                            .as_("x", quoted=True))
-                .from_(occurrences.select(product.as_("x", quoted=True)).subquery("o"))
+                .from_(occurrences.select(_one_per_node(counts).as_("x", quoted=True))
+                       .subquery("o"))
                 .group_by(*nodes).having(below_k))
-    cover: exp.Expr = counts[0].copy()
-    for c in counts[1:]:
-        cover = exp.Add(this=cover, expression=c.copy())
+    cover = _cover(counts)
     x = binomial(cover, ell) if cover_bound else exact_cover_count(counts, ell)
     occurrences = occurrences.select(cover.as_("cover", quoted=True), x.as_("x", quoted=True))
     return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
@@ -292,15 +297,8 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Se
     occurrences = itemset_occurrences(table, size)
     counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
-    cover: exp.Expr = counts[0].copy()
-    for c in counts[1:]:
-        cover = exp.Add(this=cover, expression=c.copy())
-    # ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of the
-    # counts (what inclusion-exclusion sums to, at a fraction of the arithmetic).
-    product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
-    for c in counts[1:]:
-        product = exp.Mul(this=product, expression=c.copy())
-    xs = [(ell, product.copy() if ell == size else exact_cover_count(counts, ell))
+    cover = _cover(counts)
+    xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
           for ell in ells]
     support, widest = (exp.column(name, quoted=True) for name in ("support", "cover"))
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
