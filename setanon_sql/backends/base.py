@@ -241,7 +241,7 @@ class Backend(ABC):
     @contextmanager
     def whole_table_joins(self) -> Iterator[None]:
         """Planner settings for statements that join whole working tables on keys the engine
-        cannot estimate well (kanon's steps); none by default.
+        cannot estimate well (kanon's steps, rho's rounds); none by default.
 
         PostgreSQL overrides it: see :class:`PostgresBackend`.
         """

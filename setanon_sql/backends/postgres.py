@@ -255,7 +255,8 @@ class PostgresBackend(Backend):
 
     @contextmanager
     def whole_table_joins(self) -> Iterator[None]:
-        """No merge joins while a kanon run plans its steps; the setting before is restored.
+        """No merge joins while a kanon or rho run plans its steps; the setting before is
+        restored.
 
         EXPLAIN ANALYZE (kanon QI6, 200k claims): PostgreSQL estimated the join of the
         record-item rows with the class rankings on (cls, item_id) 15-40x too low (it multiplies

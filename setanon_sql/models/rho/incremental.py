@@ -142,6 +142,20 @@ def subtract_statement(supx: exp.Table, delta: exp.Table, width: int) -> exp.Upd
                       from_=exp.From(this=with_alias(delta, "d")), where=exp.Where(this=on))
 
 
+def subtracted_query(supx: exp.Table, delta: exp.Table, width: int) -> exp.Select:
+    """The support table less the round's delta, as a new table: ``supx`` left-joined to it.
+
+    The same rows as :func:`subtract_statement` leaves, for a delta too large to update in
+    place (see ``Suppressor._subtract``).
+    """
+    on = exp.and_(col("part", "d").eq(col("part", "s")),
+                  *(col(x, "d").eq(col(x, "s")) for x in xs(width)))
+    lost = exp.func("coalesce", col("dn", "d"), exp.Literal.number(0))
+    return (exp.select(col("part", "s"), *(col(x, "s") for x in xs(width)), col("size", "s"),
+                       (col("n", "s") - lost).as_("n", quoted=True), col("first_rec", "s"))
+            .from_(with_alias(supx, "s")).join(with_alias(delta, "d"), on=on, join_type="left"))
+
+
 def mismatch_query(kept: exp.Table, fresh: exp.Table, width: int) -> exp.Select:
     """How many itemsets have a different support in ``kept`` and in a full recount ``fresh``."""
     on = exp.and_(col("part", "a").eq(col("part", "b")),

@@ -38,6 +38,7 @@ from setanon_sql.models.rho.incremental import (
     mismatch_query,
     pivot_query,
     subtract_statement,
+    subtracted_query,
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
@@ -52,6 +53,8 @@ from setanon_sql.models.rho.suppression import (
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
 
+# A delta of at least 1/REBUILD_SHARE of the support rows rebuilds the table (see _subtract).
+REBUILD_SHARE = 4
 WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "dels", "changed", "gone")
 
@@ -73,6 +76,8 @@ class Suppressor:
     rule_tables: int = 0
     levels: tuple[exp.Table, ...] = ()
     level_rows: int = 0
+    support_rows: int = 0
+    rebuilds: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -120,7 +125,7 @@ class Suppressor:
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
                                    f"{n_unsafe} rules are unsafe")
-            delta = self._subtract(supx, cur, dels)
+            supx, delta = self._subtract(supx, cur, dels)
             changed = self._fresh("changed")
             backend.materialize(changed, changed_query(supx, delta, self.width))
             rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
@@ -181,12 +186,21 @@ class Suppressor:
         self.levels = tuple(levels)
         self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
                               for level in levels[1:])
+        self.support_rows = int(self.backend.scalar("rho_count_rows", tables={"t": counted}))
         return counted
 
-    def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table) -> exp.Table:
-        """Subtract ``dels`` from the supports (in place); returns the changed itemsets (delta).
+    def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table
+                  ) -> tuple[exp.Table, exp.Table]:
+        """Subtract ``dels`` from the supports; returns the supports and the changed itemsets
+        (delta).
 
-        Only the itemsets the touched records lose are enumerated.
+        Only the itemsets the touched records lose are enumerated. A small delta is subtracted
+        in place; one of at least 1/REBUILD_SHARE of the support rows rebuilds the table by a
+        query instead (:func:`.incremental.subtracted_query`): on PostgreSQL an UPDATE writes a
+        new version of every row it touches, and the first subtraction of stage 2 of whole
+        BMS-WebView-2 at ``--m 3`` (a 9.6M-row delta against 16M supports) ran for over 14
+        minutes (BENCHMARKS.md, rho on PostgreSQL), while every later round's delta is a few
+        thousand rows that the update reaches through one hash join.
         """
         backend = self.backend
         tcur = self._fresh("tcur")
@@ -197,8 +211,17 @@ class Suppressor:
         backend.materialize(delta, delta_query(levels, self.width))
         for level in levels:
             backend.drop_table(level)
-        backend.run(subtract_statement(supx, delta, self.width))
-        return delta
+        delta_rows = int(backend.scalar("rho_count_rows", tables={"t": delta}))
+        if delta_rows * REBUILD_SHARE < self.support_rows:
+            backend.run(subtract_statement(supx, delta, self.width))
+            return supx, delta
+        # supx<g> -> supx<g>r1 -> supx<g>r0 -> ...: never the table it reads, nor the other
+        # generation (kept until the next recount compares with it).
+        self.rebuilds += 1
+        rebuilt = self._fresh(f"supx{self.counts % 2}r{self.rebuilds % 2}")
+        backend.materialize(rebuilt, subtracted_query(supx, delta, self.width))
+        backend.drop_table(supx)
+        return rebuilt, delta
 
     def _fresh(self, purpose: str) -> exp.Table:
         table = self._table(purpose)
