@@ -178,20 +178,12 @@ class DuckDBBackend(Backend):
         self._own_spill = defaults["temp_directory"] if path == ":memory:" else None
         self.settings = {**defaults, **(settings or {})}
         try:
-            self._con = duckdb.connect(path, config=dict(self.settings))
-        except duckdb.IOException as error:
-            if "lock" in str(error).lower():
-                pid, holder = _holder(path, str(error))
-                raise DatabaseLockedError(
-                    f"the DuckDB file {path} is in use by {holder}; DuckDB allows one writer: "
-                    "wait for it to finish (--wait SECONDS waits for it) or close the other "
-                    "program", pid) from None
-            raise ConnectionFailedError(
-                f"cannot open the DuckDB file {path}: {one_line(error)}") from None
-        except (duckdb.ParserException, duckdb.InvalidInputException) as error:
-            raise UsageError(f"a setting of the DuckDB URL is not valid: {error}") from None
-        except duckdb.Error as error:
-            raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
+            self._con = self._connect()
+        except BaseException:
+            # the private spill directory of a :memory: database that never opened
+            if self._own_spill is not None:
+                shutil.rmtree(self._own_spill, ignore_errors=True)
+            raise
         # DuckDB draws a progress bar on stdout for long statements (a session setting, not
         # one of connect's): setanon prints its own output.
         self._con.execute("SET enable_progress_bar = false")
@@ -381,6 +373,25 @@ class DuckDBBackend(Backend):
         for leftover in (Path(self.path), Path(f"{self.path}.wal")):
             leftover.unlink(missing_ok=True)
         shutil.rmtree(f"{self.path}.tmp", ignore_errors=True)
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """duckdb.connect with this backend's settings; its errors as setanon's, naming the file."""
+        path = self.path
+        try:
+            return duckdb.connect(path, config=dict(self.settings))
+        except duckdb.IOException as error:
+            if "lock" in str(error).lower():
+                pid, holder = _holder(path, str(error))
+                raise DatabaseLockedError(
+                    f"the DuckDB file {path} is in use by {holder}; DuckDB allows one writer: "
+                    "wait for it to finish (--wait SECONDS waits for it) or close the other "
+                    "program", pid) from None
+            raise ConnectionFailedError(
+                f"cannot open the DuckDB file {path}: {one_line(error)}") from None
+        except (duckdb.ParserException, duckdb.InvalidInputException) as error:
+            raise UsageError(f"a setting of the DuckDB URL is not valid: {error}") from None
+        except duckdb.Error as error:
+            raise ConnectionFailedError(f"cannot open the DuckDB file {path}: {error}") from None
 
     def close(self) -> None:
         _OPEN.discard(self)

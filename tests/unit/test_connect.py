@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 import sqlalchemy
 
@@ -33,11 +36,14 @@ def test_duckdb_url_settings_bound_the_embedded_engine(tmp_path) -> None:
         assert limit == "953.6 MiB" and int(threads) == 1
 
 
-def test_bad_duckdb_url_settings_are_named() -> None:
+def test_bad_duckdb_url_settings_are_named(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(UsageError, match="setting 'memory_limt' is not known for DuckDB"):
         connect("duckdb:///:memory:?memory_limt=1GB")
     with pytest.raises(UsageError, match="setting of the DuckDB URL is not valid"):
         connect("duckdb:///:memory:?memory_limit=lots")
+    assert list(tmp_path.iterdir()) == []  # no spill directory of a database never opened
 
 
 def test_unknown_scheme_and_missing_scheme() -> None:
