@@ -251,7 +251,12 @@ class PostgresBackend(Backend):
     def working_table_properties(self) -> list[exp.Expr]:
         # No write-ahead log for a table the run drops itself: building the kanon steps' tables
         # (10M rows each at 1M records) wrote every row twice, to the table and to the WAL.
-        return [exp.UnloggedProperty()]
+        # No autovacuum either: materialize analyzes each table as soon as it is built, and
+        # autovacuum's own pass over a table of millions of fresh rows took a core beside the
+        # run (rho's rounds on whole BMS-WebView-2: one VACUUM after every table it builds).
+        no_autovacuum = exp.Property(this=exp.var("autovacuum_enabled"),
+                                     value=exp.Boolean(this=False))
+        return [exp.UnloggedProperty(), no_autovacuum]
 
     @contextmanager
     def whole_table_joins(self) -> Iterator[None]:

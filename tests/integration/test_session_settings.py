@@ -2,7 +2,8 @@
 
 PostgreSQL: work_mem comes from the URL (``?work_mem=64MB``) or a default applied only where
 nobody configured it, always for setanon's session alone. Working tables (a run's own, never
-published) are UNLOGGED on PostgreSQL; on every backend they hold what their query gives.
+published) are UNLOGGED and skip autovacuum on PostgreSQL; on every backend they hold what
+their query gives.
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def test_a_bad_work_mem_is_named(pg_server_url: str | None) -> None:
         connect(url, "s")
 
 
-def test_working_tables_hold_their_query_and_skip_the_wal_on_postgres(
+def test_working_tables_hold_their_query_and_skip_wal_and_autovacuum_on_postgres(
         db: Backend, backend_name: str) -> None:
     target = db.table(f"w_{uuid.uuid4().hex[:8]}")
     query = exp.select(exp.alias_(exp.column("n"), "x")).from_(
@@ -68,8 +69,9 @@ def test_working_tables_hold_their_query_and_skip_the_wal_on_postgres(
     db.materialize(target, query, working=True)
     assert sorted(db.query(exp.select("x").from_(target))) == [(1,), (2,), (3,)]
     if backend_name == "postgres":
-        persistence = db.execute(
-            "SELECT relpersistence FROM pg_class WHERE oid = %(t)s::regclass",
-            {"t": target.sql(dialect="postgres")}, fetch=True)[0][0]
+        persistence, options = db.execute(
+            "SELECT relpersistence, reloptions FROM pg_class WHERE oid = %(t)s::regclass",
+            {"t": target.sql(dialect="postgres")}, fetch=True)[0]
         assert persistence == "u"
+        assert options == ["autovacuum_enabled=false"]  # analyzed by materialize instead
     db.drop_table(target)

@@ -56,10 +56,11 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     ranks = context.table("ranks")
     if chosen.t_max is not None:
         backend.materialize(ranks, "rho_record_ranks",
-                            tables={"records": backend.table(dataset.records_table)})
+                            tables={"records": backend.table(dataset.records_table)},
+                            working=True)
         starts = split_points(backend, ranks, items, dataset.n_records, chosen.t_max)
     base = context.table("base")
-    backend.materialize(base, base_query(items, ranks, starts))
+    backend.materialize(base, base_query(items, ranks, starts), working=True)
     backend.drop_table(ranks)
     final, history, stages, mismatches = (
         (base, [], [], 0) if shape.width < 2 else

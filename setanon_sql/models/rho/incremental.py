@@ -121,7 +121,7 @@ def build_lost_levels(backend: Backend, table: Callable[[str], exp.Table], tcur:
         level = table(f"tlvl{k}")
         backend.drop_table(level)
         backend.materialize(level, lost_level_query(tcur, levels[-1] if levels else None, k,
-                                                    sens if k > max_q else None))
+                                                    sens if k > max_q else None), working=True)
         levels.append(level)
     return levels
 

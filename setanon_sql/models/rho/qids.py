@@ -165,7 +165,8 @@ def build_levels(backend: Backend, table: Callable[[str], exp.Table], cur: exp.T
         level = table(f"{purpose}{k}")
         backend.drop_table(level)
         pruned = sens if sens is not None and max_q is not None and k > max_q else None
-        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k, pruned))
+        backend.materialize(level, level_query(cur, levels[-1] if levels else None, k, pruned),
+                            working=True)
         levels.append(level)
     return levels
 
@@ -175,11 +176,12 @@ def build_supports(backend: Backend, table: Callable[[str], exp.Table], cur: exp
                    max_q: int | None = None) -> tuple[list[exp.Table], exp.Table]:
     """Materialize the levels lvl1..lvl_width of ``cur`` and the support table ``supx``.
 
-    ``table(purpose)`` names the work tables (a run's or a verification's). ``sens`` and
+    ``table(purpose)`` names the work tables (a run's or a verification's; working tables,
+    which the caller drops). ``sens`` and
     ``max_q`` prune the levels above the largest qid (see :func:`build_levels`).
     """
     levels = build_levels(backend, table, cur, width, "lvl", sens, max_q)
     supx = table("supx")
     backend.drop_table(supx)
-    backend.materialize(supx, supports_query(levels, width))
+    backend.materialize(supx, supports_query(levels, width), working=True)
     return levels, supx

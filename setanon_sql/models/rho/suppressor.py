@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend
+from setanon_sql.backends.base import Backend, Params, Statement
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
@@ -42,7 +42,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query, xs
 from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -52,6 +52,7 @@ from setanon_sql.models.rho.suppression import (
 )
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
+from setanon_sql.sqlrender import TableBinding
 
 # A delta of at least 1/REBUILD_SHARE of the support rows rebuilds the table (see _subtract).
 REBUILD_SHARE = 4
@@ -78,6 +79,7 @@ class Suppressor:
     level_rows: int = 0
     support_rows: int = 0
     rebuilds: int = 0
+    indexed: str = ""
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -94,7 +96,7 @@ class Suppressor:
         """
         backend = self.backend
         istat0 = self._fresh("istat0")
-        backend.materialize(istat0, "rho_istat0", tables={"base": base})
+        self._build(istat0, "rho_istat0", tables={"base": base})
         cur = start if start is not None else base
         supx, win, rules = self._count_all(cur, None)
         pointer, fresh = 0, True
@@ -127,11 +129,11 @@ class Suppressor:
                                    f"{n_unsafe} rules are unsafe")
             supx, delta = self._subtract(supx, cur, dels)
             changed = self._fresh("changed")
-            backend.materialize(changed, changed_query(supx, delta, self.width))
+            self._build(changed, changed_query(supx, delta, self.width))
             rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
                                                  self.width, self.max_q), rules)
             following = self._fresh(f"cur{self.stage}x{round_no % 2}")
-            backend.materialize(following, "rho_apply", tables={"cur": cur, "dels": dels})
+            self._build(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
                 backend.drop_table(cur)
             cur = following
@@ -152,7 +154,7 @@ class Suppressor:
             self.mismatches = int(backend.scalar(mismatch_query(kept, supx, self.width)))
             backend.drop_table(kept)
         win = self._fresh("win")
-        backend.materialize(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
+        self._build(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
                             {"supx": supx})
         rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width, self.max_q),
                             None)
@@ -162,7 +164,7 @@ class Suppressor:
         """Materialize the unsafe rules (alternating tables; the previous one is dropped)."""
         self.rule_tables += 1
         rules = self._fresh(f"rules{self.rule_tables % 2}")
-        self.backend.materialize(rules, query, self._rho())
+        self._build(rules, query, self._rho())
         if previous is not None:
             self.backend.drop_table(previous)
         return rules
@@ -187,6 +189,7 @@ class Suppressor:
         self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
                               for level in levels[1:])
         self.support_rows = int(self.backend.scalar("rho_count_rows", tables={"t": counted}))
+        self.indexed = ""  # a new table, perhaps of an old one's name
         return counted
 
     def _subtract(self, supx: exp.Table, cur: exp.Table, dels: exp.Table
@@ -200,28 +203,55 @@ class Suppressor:
         new version of every row it touches, and the first subtraction of stage 2 of whole
         BMS-WebView-2 at ``--m 3`` (a 9.6M-row delta against 16M supports) ran for over 14
         minutes (BENCHMARKS.md, rho on PostgreSQL), while every later round's delta is a few
-        thousand rows that the update reaches through one hash join.
+        thousand rows that the update reaches through an index (:meth:`_index_supports`).
         """
         backend = self.backend
         tcur = self._fresh("tcur")
-        backend.materialize(tcur, touched_query(cur, dels))
+        self._build(tcur, touched_query(cur, dels))
         levels = build_lost_levels(backend, self._table, tcur, self.width, self.sens,
                                    self.max_q)
         delta = self._fresh("delta")
-        backend.materialize(delta, delta_query(levels, self.width))
+        self._build(delta, delta_query(levels, self.width))
         for level in levels:
             backend.drop_table(level)
         delta_rows = int(backend.scalar("rho_count_rows", tables={"t": delta}))
         if delta_rows * REBUILD_SHARE < self.support_rows:
+            self._index_supports(supx)
             backend.run(subtract_statement(supx, delta, self.width))
             return supx, delta
         # supx<g> -> supx<g>r1 -> supx<g>r0 -> ...: never the table it reads, nor the other
         # generation (kept until the next recount compares with it).
         self.rebuilds += 1
         rebuilt = self._fresh(f"supx{self.counts % 2}r{self.rebuilds % 2}")
-        backend.materialize(rebuilt, subtracted_query(supx, delta, self.width))
+        self._build(rebuilt, subtracted_query(supx, delta, self.width))
+        self.indexed = ""
         backend.drop_table(supx)
         return rebuilt, delta
+
+    def _build(self, target: exp.Table, query: Statement, params: Params = None,
+               tables: TableBinding | None = None) -> None:
+        """A working table of the run (no crash safety: the run drops it, and never
+        publishes it; see :meth:`Backend.working_table_properties`)."""
+        self.backend.materialize(target, query, params, tables, working=True)
+
+    def _index_supports(self, supx: exp.Table) -> None:
+        """Index the support table for the lookups of a round with a small delta (once per
+        table; a no-op where the engine scans instead, :meth:`Backend.create_access_index`).
+
+        The round reads supx only at the delta's itemsets (the update, ``changed``) and at the
+        itemsets X = q + {e} of the changed qids q, one lookup per position of e
+        (:func:`.rulekeep.kept_rules_query`): the full key serves the first two and e last,
+        one index without x_j each other position. On PostgreSQL each of these was a scan of
+        the whole table (4M rows in stage 3 of whole BMS-WebView-2 at ``--m 3``, 5 s per
+        position, and the planner hashed the big side); through an index, 51 ms.
+        """
+        if supx.name == self.indexed:
+            return
+        key = xs(self.width)
+        self.backend.create_access_index(supx, ["part", *key])
+        for j in range(1, self.width):
+            self.backend.create_access_index(supx, ["part", *(x for x in key if x != f"x{j}")])
+        self.indexed = supx.name
 
     def _fresh(self, purpose: str) -> exp.Table:
         table = self._table(purpose)
@@ -236,20 +266,20 @@ class Suppressor:
         (:func:`.incremental.member_step_query`). Either way the same set, so the same output."""
         backend = self.backend
         pivots = self._fresh("pivots")
-        backend.materialize(pivots, pivot_query(chosen, istat, self.width))
+        self._build(pivots, pivot_query(chosen, istat, self.width))
         by_pivot = int(backend.scalar(exp.select(exp.func("coalesce", exp.func(
             "sum", exp.column("n", quoted=True)), exp.Literal.number(0))).from_(pivots.copy())))
         found = self._fresh("found0")
         if self.levels and by_pivot > self.level_rows:
             gone = self._fresh("gone")
-            backend.materialize(gone, gone_query(self.levels[0], cur))
-            backend.materialize(found, member_level_query(chosen, list(self.levels), gone,
+            self._build(gone, gone_query(self.levels[0], cur))
+            self._build(found, member_level_query(chosen, list(self.levels), gone,
                                                           self.width))
             return self._hashed(found, round_no)
-        backend.materialize(found, member_start_query(chosen, pivots, cur, self.width))
+        self._build(found, member_start_query(chosen, pivots, cur, self.width))
         for j in range(1, self.width + 1):
             following = self._fresh(f"found{j % 2}")
-            backend.materialize(following, member_step_query(found, cur, self.width, j))
+            self._build(following, member_step_query(found, cur, self.width, j))
             backend.drop_table(found)
             found = following
         return self._hashed(found, round_no)
@@ -258,7 +288,7 @@ class Suppressor:
         """The members with their random order key (:func:`.incremental.members_query`)."""
         backend = self.backend
         members = self._fresh("members")
-        backend.materialize(members, members_query(backend, found),
+        self._build(members, members_query(backend, found),
                             {"seed": self.context.seed or 0, "round": round_no})
         backend.drop_table(found)
         return members
@@ -266,24 +296,23 @@ class Suppressor:
     def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
                   round_no: int) -> exp.Table:
         """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
-        backend = self.backend
         istat = self._fresh("istat")
-        backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
+        self._build(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
         cand = self._fresh("cand")
-        backend.materialize(cand, candidates_query(rules, self.width),
+        self._build(cand, candidates_query(rules, self.width),
                             {"w": buffer, **self._rho()})
         dels = self._fresh("dels")
         if self.params.heuristic == "global":
-            backend.materialize(dels, "rho_global_choose",
+            self._build(dels, "rho_global_choose",
                                 tables={"cand": cand, "istat": istat, "cur": cur})
             return dels
         chosen = self._fresh("chosen")
-        backend.materialize(chosen, "rho_choose", {"heuristic": self.params.heuristic},
+        self._build(chosen, "rho_choose", {"heuristic": self.params.heuristic},
                             {"cand": cand, "istat": istat, "rules": rules})
         members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
-        backend.materialize(picks, picks_query(chosen, members))
+        self._build(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")
-        backend.materialize(blocked, blocked_rules_query(chosen, members, picks, self.width))
-        backend.materialize(dels, admitted_picks_query(picks, blocked))
+        self._build(blocked, blocked_rules_query(chosen, members, picks, self.width))
+        self._build(dels, admitted_picks_query(picks, blocked))
         return dels
