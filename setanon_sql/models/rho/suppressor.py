@@ -55,7 +55,10 @@ from setanon_sql.runs import RunContext
 from setanon_sql.sqlrender import TableBinding
 
 # A delta of at least 1/REBUILD_SHARE of the support rows rebuilds the table (see _subtract).
-REBUILD_SHARE = 4
+# PostgreSQL updates each row through the table's indexes (_index_supports): a 2.6M-row delta
+# against 12M supports (whole BMS-WebView-2, --m 3, after round 7) ran for minutes, while the
+# rebuild writes 12M rows in seconds; the later rounds' deltas are a few thousand rows.
+REBUILD_SHARE = 16
 WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "dels", "changed", "gone")
 
