@@ -4,9 +4,9 @@ Usage: python bench/profile_rho.py --data bms1 [--m 2] [--heuristic mine] [--bac
        [--rho 0.7] [--fraction 0.4] [--top 25] [--verify]
 
 Statements are grouped by the work table they create or update (``r<run>_<purpose>``, digits
-stripped: ``lvl1..lvl4`` -> ``lvl``, ``cur0/cur1`` -> ``cur``) or by the first words of a
-query. Prints the anonymization's rounds (unsafe rules, suppressions, seconds each) and a table
-of the statements that cost the time, so a note can say which step to remove.
+stripped: ``lvl1..lvl4`` -> ``lvl``, ``cur0/cur1`` -> ``cur``, ``supx1r0`` -> ``supx``) or by the
+first words of a query. Prints the anonymization's rounds (unsafe rules, suppressions, seconds
+each) and a table of the statements that cost the time, so a note can say which step to remove.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from setanon_sql.progress import Step, reporting_to
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
          "retail": DATA / "retail/retail.dat"}
-TARGET = re.compile(r'(?:CREATE TABLE|UPDATE|DROP TABLE IF EXISTS)\s+(?:"[^"]+"\.)*"?'
-                    r'r\d+_([a-z_]+?)(?:\d+x?\d*)?"?[\s(]', re.IGNORECASE)
+TARGET = re.compile(r'(?:CREATE (?:UNLOGGED )?TABLE|UPDATE|DROP TABLE IF EXISTS)\s+'
+                    r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?[\s(]', re.IGNORECASE)
 
 
 def kind(sql: str) -> str:
