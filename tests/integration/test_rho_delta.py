@@ -54,17 +54,25 @@ def expected_delta(recs: dict[int, list[int]], dels: set[tuple[int, int]], width
     return lost
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize(("width", "max_q"), [(3, 2), (4, 3)])
-def test_delta_counts_the_records_that_lose_each_itemset(db: Backend, seed: int, width: int,
-                                                         max_q: int) -> None:
+def a_round(db: Backend, seed: int, draw: int) -> tuple[
+        dict[int, list[int]], set[tuple[int, int]], exp.Table, exp.Table, exp.Table]:
+    """Random records, a fifth of their occurrences drawn to go, and the tables of both and of
+    the sensitive items: (records, deleted pairs, cur, dels, sens)."""
     recs = records(seed)
-    rng = random.Random(seed + 100)
+    rng = random.Random(draw)
     rows = [(r, i, 0) for r, items in recs.items() for i in items]
     dels = {(r, i) for r, i, _ in rows if rng.random() < 0.2}
     cur = values_table(db, "t_cur", "record_id, item_id, part", rows)
     dels_table = values_table(db, "t_dels", "record_id, item_id", sorted(dels))
     sens = values_table(db, "t_sens", "item_id", [(s,) for s in sorted(SENSITIVE)])
+    return recs, dels, cur, dels_table, sens
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("width", "max_q"), [(3, 2), (4, 3)])
+def test_delta_counts_the_records_that_lose_each_itemset(db: Backend, seed: int, width: int,
+                                                         max_q: int) -> None:
+    recs, dels, cur, dels_table, sens = a_round(db, seed, seed + 100)
     tcur = db.table("t_tcur")
     db.materialize(tcur, touched_query(cur, dels_table))
     levels = build_lost_levels(db, lambda purpose: db.table(f"t_{purpose}"), tcur, width, sens,
@@ -92,13 +100,7 @@ def test_supports_less_the_delta_are_a_recount_in_place_or_rebuilt(db: Backend,
     """The UPDATE (small deltas) and the rebuilt table (large ones) leave the same rows, and
     their non-zero supports are those of the records after the round, counted by hand."""
     width, max_q = 4, 3
-    recs = records(seed)
-    rng = random.Random(seed + 200)
-    rows = [(r, i, 0) for r, items in recs.items() for i in items]
-    dels = {(r, i) for r, i, _ in rows if rng.random() < 0.2}
-    cur = values_table(db, "t_cur", "record_id, item_id, part", rows)
-    dels_table = values_table(db, "t_dels", "record_id, item_id", sorted(dels))
-    sens = values_table(db, "t_sens", "item_id", [(s,) for s in sorted(SENSITIVE)])
+    recs, dels, cur, dels_table, sens = a_round(db, seed, seed + 200)
     _, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, width, sens,
                              max_q)
     tcur = db.table("t_tcur")
