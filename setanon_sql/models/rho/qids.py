@@ -177,8 +177,8 @@ def build_supports(backend: Backend, table: Callable[[str], exp.Table], cur: exp
     """Materialize the levels lvl1..lvl_width of ``cur`` and the support table ``supx``.
 
     ``table(purpose)`` names the work tables (a run's or a verification's; working tables,
-    which the caller drops). ``sens`` and
-    ``max_q`` prune the levels above the largest qid (see :func:`build_levels`).
+    which the caller drops). ``sens`` and ``max_q`` prune the levels above the largest qid
+    (see :func:`build_levels`).
     """
     levels = build_levels(backend, table, cur, width, "lvl", sens, max_q)
     supx = table("supx")

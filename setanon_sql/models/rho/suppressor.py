@@ -158,7 +158,7 @@ class Suppressor:
             backend.drop_table(kept)
         win = self._fresh("win")
         self._build(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
-                            {"supx": supx})
+                    {"supx": supx})
         rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width, self.max_q),
                             None)
         return supx, win, rules
@@ -281,7 +281,7 @@ class Suppressor:
             gone = self._fresh("gone")
             self._build(gone, gone_query(self.levels[0], cur))
             self._build(found, member_level_query(chosen, list(self.levels), gone,
-                                                          self.width))
+                                                  self.width))
             return self._hashed(found, round_no)
         self._build(found, member_start_query(chosen, pivots, cur, self.width))
         for j in range(1, self.width + 1):
@@ -296,7 +296,7 @@ class Suppressor:
         backend = self.backend
         members = self._fresh("members")
         self._build(members, members_query(backend, found),
-                            {"seed": self.context.seed or 0, "round": round_no})
+                    {"seed": self.context.seed or 0, "round": round_no})
         backend.drop_table(found)
         return members
 
@@ -306,16 +306,15 @@ class Suppressor:
         istat = self._fresh("istat")
         self._build(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
         cand = self._fresh("cand")
-        self._build(cand, candidates_query(rules, self.width),
-                            {"w": buffer, **self._rho()})
+        self._build(cand, candidates_query(rules, self.width), {"w": buffer, **self._rho()})
         dels = self._fresh("dels")
         if self.params.heuristic == "global":
             self._build(dels, "rho_global_choose",
-                                tables={"cand": cand, "istat": istat, "cur": cur})
+                        tables={"cand": cand, "istat": istat, "cur": cur})
             return dels
         chosen = self._fresh("chosen")
         self._build(chosen, "rho_choose", {"heuristic": self.params.heuristic},
-                            {"cand": cand, "istat": istat, "rules": rules})
+                    {"cand": cand, "istat": istat, "rules": rules})
         members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         self._build(picks, picks_query(chosen, members))
