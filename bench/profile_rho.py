@@ -83,7 +83,9 @@ def main() -> None:
     Path("/tmp/rho_prof").mkdir(exist_ok=True)
     db = api.open_database(args.backend, "rhoprof")
     source = Path(args.file) if args.file else FILES[args.data]
-    dataset = api.find_dataset(db, args.data) or api.load_transactions(db, source, args.data)
+    # A --file loads (and is found again) under its own name, never under --data's.
+    name = source.stem if args.file else args.data
+    dataset = api.find_dataset(db, name) or api.load_transactions(db, source, name)
     params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
               "m": args.m}
     db.statement_log = []
@@ -95,7 +97,7 @@ def main() -> None:
     log, db.statement_log = db.statement_log, None
     run = api.get_run(db, dataset, "latest")
     f = run.figures
-    print(f"{args.data} --m {args.m} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
+    print(f"{name} --m {args.m} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
           f"suppressed {f['suppressed']} of {f['occurrences']} ({f['suppressed_share']:.3f})")
     for key in ("qid_bound_m", "largest_qid_checked", "count_rows", "unique_rule_rows"):
         if key in f:
