@@ -30,13 +30,20 @@ _COPY_LINE = re.compile(r"\bline (\d+)")
 _NO_QUOTE = "\x01"
 _NO_DELIMITER = "\x02"
 # Session settings a PostgreSQL URL may carry (``postgresql://.../db?work_mem=256MB``), set for
-# setanon's own connection only (SET), never for the server or other sessions.
-POSTGRES_SETTINGS = ("work_mem",)
-# The memory one sort or hash of a statement may use before it spills to disk, applied when
-# nobody configured it (pg_settings.source is 'default': not the server's file, ALTER ROLE or
-# DATABASE, nor the URL's options). PostgreSQL's built-in 4MB made the kanon steps' joins and
-# groupings over a million records write and reread temporary files (BENCHMARKS.md, kanon).
-DEFAULT_WORK_MEM = "256MB"
+# setanon's own connection only (SET), never for the server or other sessions; each with the
+# value setanon's session takes where nobody configured it (pg_settings.source is 'default': not
+# the server's file, ALTER ROLE or DATABASE, nor the URL's options), and how to write one.
+# work_mem: the memory one sort or hash of a statement may use before it spills to disk.
+# PostgreSQL's built-in 4MB made the kanon steps' joins and groupings over a million records
+# write and reread temporary files (BENCHMARKS.md, kanon).
+# jit: compiling a statement's expressions to machine code. setanon's statements are one-off
+# analytic queries over fresh tables, so the compile is paid on every statement and rarely won
+# back: rho on 25k BMS-WebView-2 records at --m 3 took 353 s with JIT, 320 s without; kanon on
+# 200k claims 62.3 / 55.0 s with, 53.4 / 54.7 s without (BENCHMARKS.md, rho on PostgreSQL).
+SESSION_SETTINGS = {"work_mem": ("256MB", "a size such as work_mem=256MB"),
+                    "jit": ("off", "jit=off or jit=on")}
+POSTGRES_SETTINGS = tuple(SESSION_SETTINGS)
+DEFAULT_WORK_MEM = SESSION_SETTINGS["work_mem"][0]
 
 
 def _literal(value: str) -> str:
@@ -87,13 +94,12 @@ class PostgresBackend(Backend):
                               for key, value in url.query.items() if key in POSTGRES_SETTINGS})
 
     def _apply_settings(self, settings: dict[str, str]) -> None:
-        """SET the URL's session settings; work_mem gets a default where nobody set it."""
-        if "work_mem" not in settings:
-            source = self.execute("SELECT source FROM pg_settings WHERE name = 'work_mem'",
-                                  fetch=True)[0][0]
-            if source != "default":
-                return
-            settings = {**settings, "work_mem": DEFAULT_WORK_MEM}
+        """SET the URL's session settings, and the defaults of those nobody configured."""
+        unset = [name for name in SESSION_SETTINGS if name not in settings]
+        if unset:
+            rows = self.execute("SELECT name FROM pg_settings WHERE name = ANY(%(names)s) "
+                                "AND source = 'default'", {"names": unset}, fetch=True)
+            settings = {**{name: SESSION_SETTINGS[name][0] for (name,) in rows}, **settings}
         for key, value in settings.items():
             try:
                 self._con.execute("SELECT set_config(%s, %s, false)", (key, value))
@@ -101,7 +107,7 @@ class PostgresBackend(Backend):
                 self.close()
                 raise UsageError(
                     f"database URL setting {key}={value!r} is not valid for PostgreSQL "
-                    f"({self._scrubbed(one_line(error))}); write a size such as {key}=256MB"
+                    f"({self._scrubbed(one_line(error))}); write {SESSION_SETTINGS[key][1]}"
                 ) from None
 
     def describe(self) -> str:

@@ -1,9 +1,9 @@
 """How setanon's own connection is set up for speed, without reconfiguring anyone else's.
 
-PostgreSQL: work_mem comes from the URL (``?work_mem=64MB``) or a default applied only where
-nobody configured it, always for setanon's session alone. Working tables (a run's own, never
-published) are UNLOGGED and skip autovacuum on PostgreSQL; on every backend they hold what
-their query gives.
+PostgreSQL: work_mem and jit come from the URL (``?work_mem=64MB&jit=on``) or a default
+applied only where nobody configured them, always for setanon's session alone. Working tables
+(a run's own, never published) are UNLOGGED and skip autovacuum on PostgreSQL; on every backend
+they hold what their query gives.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ def _with_query(url: str, **query: str) -> str:
 
 
 def _work_mem(backend: Backend) -> str:
-    return str(backend.execute("SELECT current_setting('work_mem')", fetch=True)[0][0])
+    return _setting(backend, "work_mem")
+
+
+def _setting(backend: Backend, name: str) -> str:
+    return str(backend.execute("SELECT current_setting(%(name)s)", {"name": name},
+                               fetch=True)[0][0])
 
 
 @pytest.mark.postgres
@@ -45,11 +50,36 @@ def test_work_mem_from_the_url_or_the_default_for_this_session_only(
 
 
 @pytest.mark.postgres
+def test_jit_is_off_for_this_session_unless_the_url_or_someone_set_it(
+        pg_server_url: str | None) -> None:
+    url = _require_pg(pg_server_url)
+    with psycopg.connect(url, autocommit=True) as other:
+        before = other.execute("SELECT current_setting('jit')").fetchone()
+        with connect(url, "s") as backend:
+            assert _setting(backend, "jit") == "off"
+            assert _work_mem(backend) == DEFAULT_WORK_MEM  # both defaults, not one
+        with connect(_with_query(url, jit="on"), "s") as backend:
+            assert _setting(backend, "jit") == "on"
+        with connect(_with_query(url, options="-c jit=on"), "s") as backend:
+            assert _setting(backend, "jit") == "on"
+            assert _work_mem(backend) == DEFAULT_WORK_MEM
+        assert other.execute("SELECT current_setting('jit')").fetchone() == before
+
+
+@pytest.mark.postgres
 def test_a_work_mem_someone_configured_is_kept(pg_server_url: str | None) -> None:
     # Set through libpq's options, as a role's or the server's setting would be: not 'default'.
     url = _with_query(_require_pg(pg_server_url), options="-c work_mem=2MB")
     with connect(url, "s") as backend:
         assert _work_mem(backend) == "2MB"
+
+
+@pytest.mark.postgres
+def test_a_bad_jit_is_named(pg_server_url: str | None) -> None:
+    url = _with_query(_require_pg(pg_server_url), jit="sometimes")
+    with pytest.raises(UsageError, match=r"database URL setting jit='sometimes' is not valid "
+                                         r"for PostgreSQL \(.*\); write jit=off or jit=on"):
+        connect(url, "s")
 
 
 @pytest.mark.postgres
