@@ -43,7 +43,6 @@ _NO_DELIMITER = "\x02"
 SESSION_SETTINGS = {"work_mem": ("256MB", "a size such as work_mem=256MB"),
                     "jit": ("off", "jit=off or jit=on")}
 POSTGRES_SETTINGS = tuple(SESSION_SETTINGS)
-DEFAULT_WORK_MEM = SESSION_SETTINGS["work_mem"][0]
 
 
 def _literal(value: str) -> str:

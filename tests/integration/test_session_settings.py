@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from setanon_sql.backends import connect
 from setanon_sql.backends.base import Backend
-from setanon_sql.backends.postgres import DEFAULT_WORK_MEM
+from setanon_sql.backends.postgres import SESSION_SETTINGS
 from setanon_sql.errors import UsageError
 from tests.conftest import _require_pg
 
@@ -26,68 +26,48 @@ def _with_query(url: str, **query: str) -> str:
     return make_url(url).update_query_dict(query).render_as_string(hide_password=False)
 
 
-def _work_mem(backend: Backend) -> str:
-    return _setting(backend, "work_mem")
-
-
 def _setting(backend: Backend, name: str) -> str:
     return str(backend.execute("SELECT current_setting(%(name)s)", {"name": name},
                                fetch=True)[0][0])
 
 
 @pytest.mark.postgres
-def test_work_mem_from_the_url_or_the_default_for_this_session_only(
-        pg_server_url: str | None) -> None:
+@pytest.mark.parametrize(("name", "chosen"), [("work_mem", "64MB"), ("jit", "on")])
+def test_a_setting_from_the_url_or_setanons_default_for_this_session_only(
+        pg_server_url: str | None, name: str, chosen: str) -> None:
     url = _require_pg(pg_server_url)
     with psycopg.connect(url, autocommit=True) as other:
-        before = other.execute("SELECT current_setting('work_mem')").fetchone()
+        before = other.execute("SELECT current_setting(%s)", (name,)).fetchone()
         with connect(url, "s") as backend:
-            assert _work_mem(backend) == DEFAULT_WORK_MEM
-        with connect(_with_query(url, work_mem="64MB"), "s") as backend:
-            assert _work_mem(backend) == "64MB"
+            assert _setting(backend, name) == SESSION_SETTINGS[name][0]
+        with connect(_with_query(url, **{name: chosen}), "s") as backend:
+            assert _setting(backend, name) == chosen
         # Another session, and the server's configuration, are untouched.
-        assert other.execute("SELECT current_setting('work_mem')").fetchone() == before
+        assert other.execute("SELECT current_setting(%s)", (name,)).fetchone() == before
 
 
 @pytest.mark.postgres
-def test_jit_is_off_for_this_session_unless_the_url_or_someone_set_it(
-        pg_server_url: str | None) -> None:
-    url = _require_pg(pg_server_url)
-    with psycopg.connect(url, autocommit=True) as other:
-        before = other.execute("SELECT current_setting('jit')").fetchone()
-        with connect(url, "s") as backend:
-            assert _setting(backend, "jit") == "off"
-            assert _work_mem(backend) == DEFAULT_WORK_MEM  # both defaults, not one
-        with connect(_with_query(url, jit="on"), "s") as backend:
-            assert _setting(backend, "jit") == "on"
-        with connect(_with_query(url, options="-c jit=on"), "s") as backend:
-            assert _setting(backend, "jit") == "on"
-            assert _work_mem(backend) == DEFAULT_WORK_MEM
-        assert other.execute("SELECT current_setting('jit')").fetchone() == before
-
-
-@pytest.mark.postgres
-def test_a_work_mem_someone_configured_is_kept(pg_server_url: str | None) -> None:
+@pytest.mark.parametrize(("name", "configured"), [("work_mem", "2MB"), ("jit", "on")])
+def test_a_setting_someone_configured_is_kept(pg_server_url: str | None, name: str,
+                                              configured: str) -> None:
     # Set through libpq's options, as a role's or the server's setting would be: not 'default'.
-    url = _with_query(_require_pg(pg_server_url), options="-c work_mem=2MB")
+    url = _with_query(_require_pg(pg_server_url), options=f"-c {name}={configured}")
     with connect(url, "s") as backend:
-        assert _work_mem(backend) == "2MB"
+        assert _setting(backend, name) == configured
+        for unset, (default, _) in SESSION_SETTINGS.items():
+            if unset != name:  # the others still take setanon's default
+                assert _setting(backend, unset) == default
 
 
 @pytest.mark.postgres
-def test_a_bad_jit_is_named(pg_server_url: str | None) -> None:
-    url = _with_query(_require_pg(pg_server_url), jit="sometimes")
-    with pytest.raises(UsageError, match=r"database URL setting jit='sometimes' is not valid "
-                                         r"for PostgreSQL \(.*\); write jit=off or jit=on"):
-        connect(url, "s")
-
-
-@pytest.mark.postgres
-def test_a_bad_work_mem_is_named(pg_server_url: str | None) -> None:
-    url = _with_query(_require_pg(pg_server_url), work_mem="lots")
-    with pytest.raises(UsageError, match=r"database URL setting work_mem='lots' is not valid "
-                                         r"for PostgreSQL \(.*\); write a size such as "
-                                         r"work_mem=256MB"):
+@pytest.mark.parametrize(("name", "bad", "hint"), [
+    ("work_mem", "lots", "write a size such as work_mem=256MB"),
+    ("jit", "sometimes", "write jit=off or jit=on")])
+def test_a_bad_setting_is_named(pg_server_url: str | None, name: str, bad: str,
+                                hint: str) -> None:
+    url = _with_query(_require_pg(pg_server_url), **{name: bad})
+    with pytest.raises(UsageError, match=rf"database URL setting {name}='{bad}' is not valid "
+                                         rf"for PostgreSQL \(.*\); {hint}"):
         connect(url, "s")
 
 
