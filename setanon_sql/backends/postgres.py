@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import URL
 from sqlglot import exp
@@ -40,8 +40,15 @@ _NO_DELIMITER = "\x02"
 # analytic queries over fresh tables, so the compile is paid on every statement and rarely won
 # back: rho on 25k BMS-WebView-2 records at --m 3 took 353 s with JIT, 320 s without; kanon on
 # 200k claims 62.3 / 55.0 s with, 53.4 / 54.7 s without (BENCHMARKS.md, rho on PostgreSQL).
-SESSION_SETTINGS = {"work_mem": ("256MB", "a size such as work_mem=256MB"),
-                    "jit": ("off", "jit=off or jit=on")}
+class SessionSetting(NamedTuple):
+    """setanon's value for a session setting nobody configured, and how to write one."""
+
+    default: str
+    how_to_write: str
+
+
+SESSION_SETTINGS = {"work_mem": SessionSetting("256MB", "a size such as work_mem=256MB"),
+                    "jit": SessionSetting("off", "jit=off or jit=on")}
 POSTGRES_SETTINGS = tuple(SESSION_SETTINGS)
 
 
@@ -98,7 +105,8 @@ class PostgresBackend(Backend):
         if unset:
             rows = self.execute("SELECT name FROM pg_settings WHERE name = ANY(%(names)s) "
                                 "AND source = 'default'", {"names": unset}, fetch=True)
-            settings = {**{name: SESSION_SETTINGS[name][0] for (name,) in rows}, **settings}
+            settings = {**{name: SESSION_SETTINGS[name].default for (name,) in rows},
+                        **settings}
         for key, value in settings.items():
             try:
                 self._con.execute("SELECT set_config(%s, %s, false)", (key, value))
@@ -106,7 +114,8 @@ class PostgresBackend(Backend):
                 self.close()
                 raise UsageError(
                     f"database URL setting {key}={value!r} is not valid for PostgreSQL "
-                    f"({self._scrubbed(one_line(error))}); write {SESSION_SETTINGS[key][1]}"
+                    f"({self._scrubbed(one_line(error))}); "
+                    f"write {SESSION_SETTINGS[key].how_to_write}"
                 ) from None
 
     def describe(self) -> str:

@@ -39,7 +39,7 @@ def test_a_setting_from_the_url_or_setanons_default_for_this_session_only(
     with psycopg.connect(url, autocommit=True) as other:
         before = other.execute("SELECT current_setting(%s)", (name,)).fetchone()
         with connect(url, "s") as backend:
-            assert _setting(backend, name) == SESSION_SETTINGS[name][0]
+            assert _setting(backend, name) == SESSION_SETTINGS[name].default
         with connect(_with_query(url, **{name: chosen}), "s") as backend:
             assert _setting(backend, name) == chosen
         # Another session, and the server's configuration, are untouched.
@@ -54,9 +54,9 @@ def test_a_setting_someone_configured_is_kept(pg_server_url: str | None, name: s
     url = _with_query(_require_pg(pg_server_url), options=f"-c {name}={configured}")
     with connect(url, "s") as backend:
         assert _setting(backend, name) == configured
-        for unset, (default, _) in SESSION_SETTINGS.items():
+        for unset, setting in SESSION_SETTINGS.items():
             if unset != name:  # the others still take setanon's default
-                assert _setting(backend, unset) == default
+                assert _setting(backend, unset) == setting.default
 
 
 @pytest.mark.postgres
