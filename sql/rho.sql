@@ -93,6 +93,9 @@ SELECT count(*), min(CASE WHEN w >= :w THEN w END), min(w) FROM rules
 -- open, and taking e out of a record answers every rule q -> e the record supports, where an
 -- item of q answers only the rules holding it (BMS-WebView-2, first 1,000 records, --m 2,
 -- mine: 2,395 occurrences suppressed with the smallest item id as the tie-break, 1,250 so).
+-- The rules are ranked before they are joined with their rows (ranked): PostgreSQL sorted the
+-- joined rows, 96 bytes each, for rnk and spilled them to disk (2.3M rules, 257 MB; auto_explain,
+-- BMS-WebView-2 25k records, --m 3); ranked rows hold five numbers.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), scored AS (
@@ -110,12 +113,14 @@ WITH tot AS (
     SELECT rule_id, d, k, h,
            row_number() OVER (PARTITION BY rule_id ORDER BY h DESC, k, ise DESC, d) AS choice
     FROM scored
+), ranked AS (
+    SELECT rule_id, d, k, h,
+           CAST(row_number() OVER (ORDER BY h DESC, k, d, rule_id) AS BIGINT) AS rnk
+    FROM best
+    WHERE choice = 1
 )
-SELECT b.d, b.k, b.h, CAST(row_number() OVER (ORDER BY b.h DESC, b.k, b.d, b.rule_id) AS BIGINT)
-       AS rnk,
-       r.*
-FROM best AS b JOIN rules AS r ON r.rule_id = b.rule_id
-WHERE b.choice = 1
+SELECT b.d, b.k, b.h, b.rnk, r.*
+FROM ranked AS b JOIN rules AS r ON r.rule_id = b.rule_id
 
 -- name: rho_global_choose
 -- Global suppression (Cao et al.'s baseline): every unsafe rule of buffer :w votes for the item
