@@ -132,11 +132,18 @@ def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
     sq = sup(q), w (the qid buffer of q; 0 without ``win``). Needs ``:num`` and ``:den``.
     """
+    return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q), width)
+
+
+def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
+                           width: int, max_q: int) -> exp.Query:
+    """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
+    rules, numbering them sorted them all for nothing."""
     parts = [rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
     query: exp.Query = parts[0]
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
-    return numbered_rules(query, width)
+    return query
 
 
 def numbered_rules(query: exp.Query, width: int) -> exp.Select:
