@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.incremental import (
+    NO_ITEM_COUNT,
     build_lost_levels,
     delta_query,
     gone_query,
@@ -148,6 +149,11 @@ def test_members_are_the_records_holding_every_item_of_x(db: Backend, seed: int,
                            for n, x in enumerate(xsets, 1)])
     pivots = db.table("t_pivots")
     db.materialize(pivots, pivot_query(chosen, istat, 3))
+    # The pivot is X's item held by the fewest records now, ties to the smaller item id.
+    rarest = {n: min((counts.get(i, NO_ITEM_COUNT), i) for i in x)
+              for n, x in enumerate(xsets, 1)}
+    assert {int(r): (int(c), int(p)) for r, p, c in db.query(
+        exp.select("rule_id", "pivot", "n").from_(pivots))} == rarest
     found = db.table("t_found0")
     if start == "pivot":
         db.materialize(found, member_start_query(chosen, pivots, cur, 3))
