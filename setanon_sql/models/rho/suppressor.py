@@ -229,6 +229,8 @@ class Suppressor:
         rebuilt = self._fresh(f"supx{self.counts % 2}r{self.rebuilds % 2}")
         self._build(rebuilt, subtracted_query(supx, delta, self.width))
         self.indexed = ""
+        # Emptied itemsets are dropped: the next rounds' threshold is the table they read.
+        self.support_rows = int(backend.scalar("rho_count_rows", tables={"t": rebuilt}))
         backend.drop_table(supx)
         return rebuilt, delta
 
