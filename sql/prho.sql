@@ -61,9 +61,9 @@ SELECT count(DISTINCT s), count(DISTINCT CASE WHEN s <= :n THEN s END) FROM unsa
 -- N_s(e) <= N_s(q) for every q (eq. 7, 1 - rho < 1), 'fewest' always takes e: taking e out of a
 -- record answers every rule Q -> e the record supports, where taking q out answers only the
 -- rules whose Q holds q (a record whose 5-itemsets are all unique has many Q per e).
--- Remaining ties of 'paper' go to e for the same reason (as in rho_choose).
--- rnk orders the rules by the same key, then by d (as rho_choose): rules sharing records are
--- done in that order.
+-- Remaining ties of 'paper' go to e for the same reason (as in the rho model's choice,
+-- setanon_sql/models/rho/choice.py). rnk orders the rules by the same key, then by d (as the
+-- rho model does): rules sharing records are done in that order.
 WITH tot AS (
     SELECT part, sum(n0) AS n0, sum(n) AS n FROM istat GROUP BY part
 ), shares AS (

@@ -24,7 +24,7 @@ MAIN_STATEMENTS = [
     "item_attribute_summary",
     # models: the statements each pass over the data is made of
     "kanon_set_rank", "kanon_set_picks", "kanon_set_decide", "kanon_numeric_moves",
-    "rho_choose", "rho_windows", "rho_apply",
+    "rho_windows", "rho_apply",
     "km_merge_costs", "km_mcmc_score", "km_mcmc_walk", "km_graph_pair_costs",
     "km_graph_components", "prho_choose", "swap_tendency", "swap_score_candidates",
     "swap_greedy_accept", "tdc_pick", "tdc_candidates",

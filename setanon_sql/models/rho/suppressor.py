@@ -27,6 +27,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Statement
+from setanon_sql.models.rho.choice import chosen_query
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
@@ -324,16 +325,16 @@ class Suppressor:
         """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
         istat = self._fresh("istat")
         self._build(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
-        cand = self._fresh("cand")
-        self._build(cand, candidates_query(rules, self.width), {"w": buffer, **self._rho()})
         dels = self._fresh("dels")
         if self.params.heuristic == "global":
+            cand = self._fresh("cand")
+            self._build(cand, candidates_query(rules, self.width), {"w": buffer, **self._rho()})
             self._build(dels, "rho_global_choose",
                         tables={"cand": cand, "istat": istat, "cur": cur})
             return dels
         chosen = self._fresh("chosen")
-        self._build(chosen, "rho_choose", {"heuristic": self.params.heuristic},
-                    {"cand": cand, "istat": istat, "rules": rules})
+        self._build(chosen, chosen_query(rules, istat, self.width, self.params.heuristic),
+                    {"w": buffer, **self._rho()})
         members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         self._build(picks, picks_query(chosen, members))
