@@ -19,7 +19,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, holds_sensitive, placeholder, xs
+from setanon_sql.models.rho.qids import col, holds_sensitive, placeholder, through_sensitive, xs
 from setanon_sql.sqlrender import with_alias
 
 
@@ -45,7 +45,7 @@ def ys(k: int) -> list[str]:
 
 
 def lost_level_query(tcur: exp.Table, previous: exp.Table | None, k: int,
-                     sens: exp.Table | None = None) -> exp.Select:
+                     sens: exp.Table | None = None) -> exp.Query:
     """Level k of the itemsets a touched record loses: (part, record_id, a, y1..y_{k-1}).
 
     A record loses X iff X holds one of its deleted items; ``a`` is the smallest of them and
@@ -71,10 +71,10 @@ def lost_level_query(tcur: exp.Table, previous: exp.Table | None, k: int,
                         col("item_id", "c").as_(f"y{k - 1}", quoted=True))
              .from_(with_alias(previous, "p")).join(with_alias(tcur, "c"),
                                                     on=exp.and_(*conditions)))
-    if sens is not None:
-        query = query.where(holds_sensitive(
-            sens, [col("a", "p"), *(col(y, "p") for y in ys(k - 2)), col("item_id", "c")]))
-    return query
+    if sens is None:
+        return query
+    return through_sensitive(query, sens, [col("a", "p"), *(col(y, "p") for y in ys(k - 2))],
+                             col("item_id", "c"))
 
 
 def sorted_items(k: int) -> list[exp.Expr]:

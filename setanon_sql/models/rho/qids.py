@@ -41,8 +41,25 @@ def holds_sensitive(sens: exp.Table, items: list[exp.Expr]) -> exp.Expr:
     return exp.or_(*tests) if len(tests) > 1 else tests[0]
 
 
+def through_sensitive(query: exp.Select, sens: exp.Table, prefix: list[exp.Expr],
+                      added: exp.Expr) -> exp.Query:
+    """``query`` (a level's join of the level below, ``prefix``, with one more item, ``added``)
+    kept to the itemsets holding a sensitive item, as two joins.
+
+    A prefix that holds one already keeps every extension; any other prefix only those by a
+    sensitive item, so that join meets the sensitive occurrences alone. Tested on the joined
+    rows, PostgreSQL probed the sensitive set once per prefix item for every extension (level
+    4 of whole BMS-WebView-2 at ``--m 3``: 9.4 s per build, DuckDB 0.4 s).
+    """
+    held = holds_sensitive(sens, prefix)
+    return exp.union(query.copy().where(held),
+                     query.where(exp.and_(exp.not_(held.copy()),
+                                          holds_sensitive(sens, [added]))),
+                     distinct=False)
+
+
 def level_query(cur: exp.Table, previous: exp.Table | None, k: int,
-                sens: exp.Table | None = None) -> exp.Select:
+                sens: exp.Table | None = None) -> exp.Query:
     """Level k: one row (part, record_id, x1..xk) per record and k-itemset it contains.
 
     With ``sens``, only the itemsets holding a sensitive item: a level above the largest qid
@@ -59,10 +76,9 @@ def level_query(cur: exp.Table, previous: exp.Table | None, k: int,
                         *(col(x, "p") for x in xs(k - 1)),
                         col("item_id", "c").as_(f"x{k}", quoted=True))
              .from_(with_alias(previous, "p")).join(with_alias(cur, "c"), on=on))
-    if sens is not None:
-        query = query.where(holds_sensitive(
-            sens, [*(col(x, "p") for x in xs(k - 1)), col("item_id", "c")]))
-    return query
+    if sens is None:
+        return query
+    return through_sensitive(query, sens, [col(x, "p") for x in xs(k - 1)], col("item_id", "c"))
 
 
 def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
