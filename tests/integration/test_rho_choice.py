@@ -1,4 +1,5 @@
-"""Each unsafe rule's item type and the rules' order (chosen_query), on every backend.
+"""Each unsafe rule's item type and the rules' order (scores_query, chosen_query), on every
+backend.
 
 The definition (Jia et al. Alg. 2 l.5-8 with the project's tie-breaks, see
 :mod:`setanon_sql.models.rho.choice`) is computed here in plain Python over the stacked
@@ -16,7 +17,7 @@ import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.choice import chosen_query
+from setanon_sql.models.rho.choice import chosen_query, scores_query
 from tests.integration.test_rho_blocking import values_table
 
 NUM, DEN = 7, 10  # ρ = 0.7
@@ -94,9 +95,11 @@ def test_each_rule_takes_its_first_candidate_and_the_rules_are_ranked(
     rules = values_table(db, "t_rules", ", ".join(columns), rules_rows)
     stats = item_stats(seed)
     istat = values_table(db, "t_istat", "part, item_id, n0, n", stats)
-    chosen = db.table("t_chosen")
-    db.materialize(chosen, chosen_query(rules, istat, width, heuristic),
+    scores = db.table("t_scores")
+    db.materialize(scores, scores_query(rules, istat, width, heuristic),
                    {"w": BUFFER, "num": NUM, "den": DEN})
+    chosen = db.table("t_chosen")
+    db.materialize(chosen, chosen_query(scores, rules, width))
     got = {int(r): (int(d), int(k), float(h), int(rnk)) for r, d, k, h, rnk in db.query(
         exp.select("rule_id", "d", "k", "h", "rnk").from_(chosen))}
     want = expected(rules_rows, stats, width, heuristic)

@@ -23,12 +23,13 @@ another of their items (:func:`.suppression.blocked_rules_query`); grouped by d,
 suppresses each chosen d of a record at once.
 
 Each rule's candidates are columns of its own row (one join with the small item table per
-position, as :func:`.incremental.pivot_query` reads X), and the best is picked by comparing
-them: an earlier version stacked the (rule, candidate) rows into a table of their own and
-ranked them per rule by a window, which sorted up to width x the rules (6.1M rules in round 6
-of whole BMS-WebView-2 at ``--m 3``). The rules are ranked before they are joined with their
-rows: PostgreSQL sorted the joined rows, 96 bytes each, for ``rnk`` and spilled them to disk
-(2.3M rules, 257 MB; BMS-WebView-2 25k records, ``--m 3``); the ranked rows hold five numbers.
+position, as :func:`.incremental.pivot_query` reads X; :func:`scores_query`), and the best is
+picked by comparing them (:func:`chosen_query`): an earlier version stacked the (rule,
+candidate) rows into a table of their own and ranked them per rule by a window, which sorted
+up to width x the rules (6.1M rules in round 6 of whole BMS-WebView-2 at ``--m 3``). The rules
+are ranked before they are joined with their rows: PostgreSQL sorted the joined rows, 96 bytes
+each, for ``rnk`` and spilled them to disk (2.3M rules, 257 MB; BMS-WebView-2 25k records,
+``--m 3``); the ranked rows hold five numbers.
 """
 
 from __future__ import annotations
@@ -84,13 +85,14 @@ def _beats(mine: Sequence[Key], other: Sequence[Key], larger: Sequence[bool]) ->
     return exp.or_(ahead, exp.and_(a.copy().eq(b.copy()), rest))
 
 
-def chosen_query(rules: exp.Table, istat: exp.Table, width: int,
-                 heuristic: str) -> exp.Select:
-    """(d, k, h, rnk, the rule's columns) for every unsafe rule of buffer ``:w``: its best item
-    type d, k = N_s(d), the score h and the rule's priority rnk (1 first). Needs :w, :num, :den.
+def scores_query(rules: exp.Table, istat: exp.Table, width: int, heuristic: str) -> exp.Select:
+    """(rule_id, d0..d_{width-1}, k0, kq, h0..h_{width-1}) for every unsafe rule of buffer
+    ``:w``: its candidates d0 = e and d_p = q_p (0 where q has fewer items), N_s of e (k0) and
+    of an item of q (kq), and each candidate's score h_p. Needs :w, :num, :den.
 
-    The order of a rule's candidates is (h descending, k, e before an item of q, d): the
-    candidate taken is the one that comes before every other candidate of the rule.
+    A table of its own: inlined into :func:`chosen_query`, PostgreSQL put the whole score
+    expression in place of every comparison that names it (about 40 evaluations per rule at
+    width 3), 2.5 µs a rule of round 6 of whole BMS-WebView-2 at ``--m 3``.
     """
     positions = range(width)  # 0: e; p >= 1: q_p
     items = [col("e", "r"), *(col(f"q{p}", "r") for p in range(1, width))]
@@ -100,7 +102,7 @@ def chosen_query(rules: exp.Table, istat: exp.Table, width: int,
     scores = [_score(heuristic, joined[p], col("k0" if p == 0 else "kq", "r"))
               .as_(f"h{p}", quoted=True) for p in positions]
     # k0 and kq are computed from the rule's supports in an inner select, so the scores can
-    # name them; a rule's row then carries (d_p, h_p) for every position p.
+    # name them.
     with_k = (exp.select(col("rule_id"), col("part"), col("e"),
                          *(col(f"q{p}") for p in range(1, width)), k_e, k_q)
               .from_(rules.copy()).where(col("w").eq(placeholder("w"))))
@@ -118,6 +120,17 @@ def chosen_query(rules: exp.Table, istat: exp.Table, width: int,
                              exp.func("sum", col("n")).as_("n", quoted=True))
                   .from_(istat.copy()).group_by(col("part")))
         scored = scored.join(totals.subquery("t"), on=col("part", "t").eq(col("part", "r")))
+    return scored
+
+
+def chosen_query(scores: exp.Table, rules: exp.Table, width: int) -> exp.Select:
+    """(d, k, h, rnk, the rule's columns) for every rule in ``scores`` (:func:`scores_query`):
+    its best item type d, k = N_s(d), the score h and the rule's priority rnk (1 first).
+
+    The order of a rule's candidates is (h descending, k, e before an item of q, d): the
+    candidate taken is the one that comes before every other candidate of the rule.
+    """
+    positions = range(width)  # 0: e; p >= 1: q_p
 
     def keys(p: int) -> list[Key]:
         return [col(f"h{p}", "s"), col("k0" if p == 0 else "kq", "s"), 1 if p == 0 else 0,
@@ -143,7 +156,7 @@ def chosen_query(rules: exp.Table, istat: exp.Table, width: int,
                          for p in positions[:-1]], default=exp.Literal.number(width - 1))
     picked = exp.select(col("rule_id", "s"), *(col(f"d{p}", "s") for p in positions),
                         *(col(f"h{p}", "s") for p in positions), col("k0", "s"), col("kq", "s"),
-                        best.as_("best", quoted=True)).from_(scored.subquery("s"))
+                        best.as_("best", quoted=True)).from_(with_alias(scores, "s"))
 
     def at_best(name: str) -> exp.Case:
         return exp.Case(ifs=[exp.If(this=col("best", "b").eq(exp.Literal.number(p)),

@@ -27,7 +27,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Statement
-from setanon_sql.models.rho.choice import chosen_query
+from setanon_sql.models.rho.choice import chosen_query, scores_query
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
@@ -60,7 +60,7 @@ from setanon_sql.sqlrender import TableBinding
 # against 12M supports (whole BMS-WebView-2, --m 3, after round 7) ran for minutes, while the
 # rebuild writes 12M rows in seconds; the later rounds' deltas are a few thousand rows.
 REBUILD_SHARE = 16
-WORK_TABLES = ("win", "istat", "cand", "chosen", "pivots", "found0", "found1", "members",
+WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "dels", "changed", "gone")
 
 
@@ -332,9 +332,11 @@ class Suppressor:
             self._build(dels, "rho_global_choose",
                         tables={"cand": cand, "istat": istat, "cur": cur})
             return dels
-        chosen = self._fresh("chosen")
-        self._build(chosen, chosen_query(rules, istat, self.width, self.params.heuristic),
+        scores = self._fresh("scores")
+        self._build(scores, scores_query(rules, istat, self.width, self.params.heuristic),
                     {"w": buffer, **self._rho()})
+        chosen = self._fresh("chosen")
+        self._build(chosen, chosen_query(scores, rules, self.width))
         members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         self._build(picks, picks_query(chosen, members))
