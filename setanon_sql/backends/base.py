@@ -247,6 +247,16 @@ class Backend(ABC):
         """
         yield
 
+    @contextmanager
+    def hash_joins_only(self) -> Iterator[None]:
+        """No nested-loop joins for the statements of the block: for joins of tables without
+        an index, where a nested loop means a scan of the inner table per outer row, and an
+        engine that underestimates the outer side may still choose one. None by default.
+
+        PostgreSQL overrides it: see :class:`PostgresBackend`.
+        """
+        yield
+
     def rows_per_grouping(self) -> int | None:
         """At most how many rows one GROUP BY over a working table should read, or None where
         the engine's aggregates spill at any size (the default: PostgreSQL, Spark).

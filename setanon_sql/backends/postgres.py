@@ -284,15 +284,37 @@ class PostgresBackend(Backend):
         join that sorted all record-item rows in every parallel worker. The working tables have
         no index a merge join could walk, and with work_mem 256MB the rankings' hash fits.
         """
-        previous = self.execute("SELECT current_setting('enable_mergejoin')", fetch=True)[0][0]
-        self.execute("SET enable_mergejoin = off")
+        with self._planner_setting("enable_mergejoin", "off"):
+            yield
+
+    @contextmanager
+    def hash_joins_only(self) -> Iterator[None]:
+        """No nested loops (``enable_nestloop`` off) in the block; the setting before is
+        restored.
+
+        rho's rule upkeep after a large delta (no index on the supports or the delta): for
+        NOT EXISTS of a rule's qid in a 348k-row delta PostgreSQL estimated that 1 of 82k rules
+        was left (most were), and joined the delta to that "one" rule by a nested loop with a
+        scan of the delta per rule: a statement that hashes in well under a second ran for over
+        5 minutes (round 20 of whole BMS-WebView-1 at ``--m 3``).
+        """
+        with self._planner_setting("enable_nestloop", "off"):
+            yield
+
+    @contextmanager
+    def _planner_setting(self, name: str, value: str) -> Iterator[None]:
+        """``name`` = ``value`` for this session in the block, then the value before."""
+        previous = self.execute("SELECT current_setting(%(name)s)", {"name": name},
+                                fetch=True)[0][0]
+        self.execute("SELECT set_config(%(name)s, %(value)s, false)",
+                     {"name": name, "value": value}, fetch=True)
         try:
             yield
         finally:
             # Never hide the error that ended the block behind one from a broken connection.
             with suppress(SetanonError):
-                self.execute("SELECT set_config('enable_mergejoin', %(value)s, false)",
-                              {"value": previous}, fetch=True)
+                self.execute("SELECT set_config(%(name)s, %(value)s, false)",
+                              {"name": name, "value": previous}, fetch=True)
 
     def analyze(self, table: exp.Table) -> None:
         self.execute(f"ANALYZE {table.sql(dialect='postgres')}")

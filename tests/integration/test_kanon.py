@@ -221,3 +221,20 @@ def test_merge_joins_are_off_for_the_run_only(db: Backend) -> None:
         assert setting() == "off"
         raise RuntimeError("a step failed")
     assert setting() == "on"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("backend_name", ["postgres"], indirect=False)
+def test_nested_loops_are_off_for_the_block_only(db: Backend) -> None:
+    # rho's rule upkeep after a large delta hashes every join (Backend.hash_joins_only); the
+    # setting before comes back, also after an error, and also inside whole_table_joins.
+    def setting() -> str:
+        return str(db.execute("SELECT current_setting('enable_nestloop')", fetch=True)[0][0])
+
+    with db.whole_table_joins():
+        assert setting() == "on"
+        with pytest.raises(RuntimeError, match="a step failed"), db.hash_joins_only():
+            assert setting() == "off"
+            raise RuntimeError("a step failed")
+        assert setting() == "on"
+    assert setting() == "on"

@@ -21,6 +21,7 @@ safe rule unsafe (supports of itemsets without the type do not change), so it en
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,8 +136,11 @@ class Suppressor:
             changed = self._fresh("changed")
             self._build(changed, changed_query(supx, delta, self.width))
             self._index_delta(delta)
-            rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
-                                                 self.width, self.max_q), rules)
+            # Without indexes (after a large delta) every join here should hash: see
+            # Backend.hash_joins_only.
+            with backend.hash_joins_only() if not self.indexed else nullcontext():
+                rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens,
+                                                     win, self.width, self.max_q), rules)
             following = self._fresh(f"cur{self.stage}x{round_no % 2}")
             self._build(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
