@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--rho", type=float, default=0.7)
     parser.add_argument("--fraction", type=float, default=0.4)
     parser.add_argument("--m", type=int, default=None)
+    parser.add_argument("--trim-above", type=int, default=None,
+                        help="any qid size: trim long records' sensitive items (no --m)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--verify", action="store_true")
@@ -87,7 +89,7 @@ def main() -> None:
     name = source.stem if args.file else args.data
     dataset = api.find_dataset(db, name) or api.load_transactions(db, source, name)
     params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
-              "m": args.m}
+              "m": args.m, "trim_above": args.trim_above}
     db.statement_log = []
     printer = Printer(db.statement_log)
     started = time.perf_counter()
@@ -97,9 +99,11 @@ def main() -> None:
     log, db.statement_log = db.statement_log, None
     run = api.get_run(db, dataset, "latest")
     f = run.figures
-    print(f"{name} --m {args.m} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
+    bound = f"--m {args.m}" if args.m else f"--trim-above {args.trim_above}"
+    print(f"{name} {bound} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
           f"suppressed {f['suppressed']} of {f['occurrences']} ({f['suppressed_share']:.3f})")
-    for key in ("qid_bound_m", "largest_qid_checked", "count_rows", "unique_rule_rows"):
+    for key in ("qid_bound_m", "largest_qid_checked", "long_records", "count_rows",
+                "unique_rule_rows"):
         if key in f:
             print(f"  {key}: {f[key]}")
     print("\n| round | unsafe rules | suppressed | seconds |\n|---|---|---|---|")

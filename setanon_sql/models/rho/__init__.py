@@ -27,8 +27,9 @@ from setanon_sql.errors import UsageError
 from setanon_sql.io.hierarchy import find_hierarchy, hierarchy_name
 from setanon_sql.models.base import Model
 from setanon_sql.models.km.generalization import resolve_hierarchy
-from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.check import check_shape, length_histogram
 from setanon_sql.models.rho.dnc import base_query, split_points
+from setanon_sql.models.rho.longrecords import trim_long_records
 from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, RhoParams, parse_params
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.sensitive import build_sensitive
@@ -51,7 +52,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if chosen.heuristic == "tdcontrol":
         _tdcontrol(backend, dataset, attribute, chosen, sens, context)
         return
-    shape = check_shape(backend, items, chosen.m, sens, deferred_top=chosen.m is not None)
+    shape = check_shape(backend, items, chosen.m, sens,
+                        deferred_top=chosen.m is not None or chosen.trim_above is not None,
+                        trim_above=chosen.trim_above)
     starts = [0]
     ranks = context.table("ranks")
     if chosen.t_max is not None:
@@ -62,9 +65,15 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     base = context.table("base")
     backend.materialize(base, base_query(items, ranks, starts), working=True)
     backend.drop_table(ranks)
+    start = base
+    if chosen.trim_above is not None:
+        start = context.table("trimmed")
+        context.figures["long_records"] = trim_long_records(
+            backend, start, base, sens, chosen.trim_above, context.seed or 0,
+            length_histogram(backend, base, sens))
     final, history, stages, mismatches = (
-        (base, [], [], 0) if shape.width < 2 else
-        run_stages(backend, context, chosen, sens, base, shape.width, shape.max_q))
+        (start, [], [], 0) if shape.width < 2 else
+        run_stages(backend, context, chosen, sens, base, shape.width, shape.max_q, start))
     context.set_phase("publish")
     out = context.table(f"items_{attribute.attr_no}")
     backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))
@@ -141,6 +150,10 @@ OPTIONS = (
                       "types globally (Cao et al.'s TDControl, baseline)"),
     click.Option(["--m"], type=int, default=None,
                  help="the adversary knows at most m items (default: any subset of a record)"),
+    click.Option(["--trim-above", "trim_above"], type=int, default=None,
+                 help="any qid size on long records: a record of more than this many items "
+                      "loses sensitive items until it has this many, or none left, so that "
+                      "qids of up to one item fewer cover every qid (reported; e.g. 4)"),
     click.Option(["--b-max", "b_max"], type=int, default=DEFAULT_B_MAX, show_default=True,
                  help="qid buffer capacity (distinct qids sanitized together)"),
     click.Option(["--t-max", "t_max"], type=float, default=None,

@@ -58,8 +58,10 @@ def pruned_rows(histogram: dict[tuple[int, int], int], width: int, max_q: int) -
     return rows
 
 
-def _histogram(backend: Backend, items: exp.Table,
-               sens: exp.Table | None) -> dict[tuple[int, int], int]:
+def length_histogram(backend: Backend, items: exp.Table,
+                     sens: exp.Table | None) -> dict[tuple[int, int], int]:
+    """Records of ``items`` per (length, sensitive items held), a small aggregate; without
+    ``sens`` every item counts as sensitive."""
     if sens is None:
         return {(int(length), int(length)): int(count) for length, count in
                 backend.query("rho_length_histogram", tables={"items": items})}
@@ -77,27 +79,71 @@ def _estimate(histogram: dict[tuple[int, int], int], width: int,
     return rows, longest, estimated_seconds(rows, longest, width)
 
 
+def longest_holding_sensitive(histogram: dict[tuple[int, int], int]) -> int:
+    """The most items of a record that holds a sensitive item (0 when no record holds one)."""
+    return max((length for length, n_sens in histogram if n_sens > 0), default=0)
+
+
+def trimmed_histogram(histogram: dict[tuple[int, int], int],
+                      above: int) -> dict[tuple[int, int], int]:
+    """The (length, sensitive items) histogram after :func:`.longrecords.trim_query`: a record of
+    more than ``above`` items keeps its non-sensitive items and at most ``above`` minus their
+    number of its sensitive ones."""
+    trimmed: dict[tuple[int, int], int] = {}
+    for (length, n_sens), count in histogram.items():
+        if length > above:
+            kept = max(0, min(n_sens, above - (length - n_sens)))
+            length, n_sens = length - n_sens + kept, kept
+        trimmed[(length, n_sens)] = trimmed.get((length, n_sens), 0) + count
+    return trimmed
+
+
+def largest_trim_within_reach(histogram: dict[tuple[int, int], int]) -> int | None:
+    """The largest ``--trim-above`` whose staged run the estimate puts within MAX_SECONDS."""
+    for above in range(longest_holding_sensitive(histogram) - 1, 1, -1):
+        if _estimate(trimmed_histogram(histogram, above), above - 1, above - 1)[2] <= MAX_SECONDS:
+            return above
+    return None
+
+
 def check_shape(backend: Backend, items: exp.Table, m: int | None,
-                sens: exp.Table | None = None, deferred_top: bool = False) -> CheckShape:
-    """The enumeration an exact check of ``items`` needs, or a UsageError suggesting --m.
+                sens: exp.Table | None = None, deferred_top: bool = False,
+                trim_above: int | None = None) -> CheckShape:
+    """The enumeration an exact check of ``items`` needs, or a UsageError suggesting a bound.
 
     With ``sens``, the level above the largest qid counts only itemsets holding a sensitive
     item (see :func:`.qids.build_levels`); with ``deferred_top`` that level is left out of the
     estimate: a staged run (:mod:`.stages`) checks it on the data as it is when it gets there.
+    With ``trim_above``, the shape is that of ``items`` once trimmed (:mod:`.longrecords`).
+
+    Any qid size (``m`` None): a rule q -> e of positive confidence has q + {e} inside a record
+    holding the sensitive item e (Jia et al. Sec. 2.1: sup(q + {e}) > 0), so itemsets of up
+    to the longest such record's length cover every rule, however long the other records are.
     """
-    histogram = _histogram(backend, items, sens)
+    histogram = length_histogram(backend, items, sens)
+    if trim_above is not None:
+        histogram = trimmed_histogram(histogram, trim_above)
     longest = max((length for length, _ in histogram), default=0)
-    width = longest if m is None else min(m + 1, longest)
-    max_q = width - 1 if m is None else m
+    if m is None:
+        width = max(longest_holding_sensitive(histogram), 1)
+        max_q = width - 1
+    else:
+        width, max_q = min(m + 1, longest), m
     rows, _, seconds = _estimate(histogram, min(width, max_q) if deferred_top else width, max_q)
     if seconds > MAX_SECONDS:
-        bound = "every subset of every record" if m is None else f"itemsets of up to {width}"
+        bound = (f"itemsets of up to {width}" if m is not None else
+                 f"every subset of every record holding a sensitive item (up to {width} items)")
+        trim = largest_trim_within_reach(histogram) if m is None else None
         raise UsageError(
             f"an exact check of {bound} means about {rows:,} (record, itemset) rows (records "
             f"have up to {longest} items), an estimated {seconds / 3600:,.1f} hours at the "
             f"measured rate (limit {MAX_SECONDS / 3600:g} h): bound the adversary's knowledge "
             f"with {'--m 2' if m is None else f'a smaller --m than {m}'} (the bound is "
-            "reported with the result), or use the records with at most 5 items")
+            "reported with the result)"
+            + (f", or keep every qid size with --trim-above {trim} (records of more than "
+               f"{trim} items lose sensitive items until they have {trim}, or none; reported)"
+               if trim is not None else "")
+            + ", or use the records with at most 5 items")
     return CheckShape(width, max_q, rows)
 
 
@@ -105,7 +151,7 @@ def check_stage(backend: Backend, cur: exp.Table, sens: exp.Table, width: int, m
                 m: int | None) -> int:
     """Rows the stage of qids up to ``max_q`` items enumerates from ``cur`` (the data as the
     earlier stages left it); a UsageError if that is out of reach."""
-    rows, longest, seconds = _estimate(_histogram(backend, cur, sens), width, max_q)
+    rows, longest, seconds = _estimate(length_histogram(backend, cur, sens), width, max_q)
     if seconds > MAX_SECONDS:
         raise UsageError(
             f"the stage for qids of {max_q} items would enumerate about {rows:,} (record, "

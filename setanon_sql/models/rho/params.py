@@ -27,6 +27,7 @@ class RhoParams:
     sensitive_fraction: float | None
     column: str | None
     hierarchy: str | None = None
+    trim_above: int | None = None
 
 
 def _positive_int(params: dict[str, Any], key: str, option: str, what: str) -> int | None:
@@ -65,9 +66,17 @@ def parse_params(params: dict[str, Any]) -> RhoParams:
         raise UsageError(f"--hierarchy {hierarchy}: only --heuristic tdcontrol generalizes "
                          f"items; --heuristic {heuristic} suppresses them. Drop --hierarchy or "
                          "use --heuristic tdcontrol")
+    trim_above = _positive_int(params, "trim_above", "--trim-above",
+                               "the most items a record holding a sensitive item may keep")
+    if trim_above is not None and m is not None:
+        raise UsageError(f"--trim-above {trim_above} is for an adversary who knows any number of "
+                         f"items; with --m {m} the check is bounded already: drop one of them")
+    if trim_above is not None and heuristic == "tdcontrol":
+        raise UsageError(f"--trim-above {trim_above}: --heuristic tdcontrol suppresses sensitive "
+                         "item types globally and does not trim records; drop --trim-above")
     fraction = params.get("sensitive_fraction")
     check_sensitive_source(params.get("sensitive"), fraction)
     return RhoParams(value, m, heuristic, b_max or DEFAULT_B_MAX,
                      float(t_max) if t_max is not None else None, params.get("sensitive"),
                      float(fraction) if fraction is not None else None, params.get("column"),
-                     hierarchy)
+                     hierarchy, trim_above)

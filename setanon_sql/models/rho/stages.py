@@ -29,14 +29,16 @@ from setanon_sql.runs import RunContext
 
 
 def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: exp.Table,
-               base: exp.Table, width: int, max_q: int
+               base: exp.Table, width: int, max_q: int, start: exp.Table | None = None
                ) -> tuple[exp.Table, list[dict[str, Any]], list[dict[str, Any]], int]:
     """Stages for qid sizes 1 .. max_q (widths 2 .. ``width``); the last one is the real check.
 
-    Returns the final table, the history of every round (with its stage), one summary per
-    stage, and the support mismatches found by the final recounts (0 when all is well).
+    ``base`` is T0; the first stage starts from ``start`` (long records trimmed, dropped once
+    replaced) or from ``base``. Returns the final table, the history of every round (with its
+    stage), one summary per stage, and the support mismatches found by the final recounts (0
+    when all is well).
     """
-    cur, mismatches = base, 0
+    cur, mismatches = start if start is not None else base, 0
     history: list[dict[str, Any]] = []
     stages: list[dict[str, Any]] = []
     for stage_width in range(2, width + 1):

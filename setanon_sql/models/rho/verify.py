@@ -68,9 +68,14 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     finally:
         backend.drop_table(cur)
         backend.drop_table(sens)
-    bound = f"qids of up to {m} items" if m else "every qid (any subset of a record)"
+    # Any qid size: the bound comes from the published table itself (check_shape), never from
+    # the run's --trim-above.
+    bound = (f"qids of up to {m} items" if m else
+             f"every qid (any subset of a record: no published record of more than "
+             f"{shape.width} items holds a sensitive item, so the qids of up to "
+             f"{shape.max_q} items checked cover every rule)")
     details: dict[str, object] = {"unsafe_rules": unsafe, "highest_confidence": round(top, 6),
-                                  "qid_bound_m": m or "none"}
+                                  "qid_bound_m": m or "none", "largest_qid_checked": shape.max_q}
     if generalized:
         details.update(mapping)
         faithful = ("published labels as items; output is the input under map_ (hierarchy "
