@@ -195,6 +195,10 @@ class DuckDBBackend(Backend):
         self._busy = False
         self._noted = False
         _OPEN.add(self)
+        if self._own_spill is not None:
+            # A backend opened through the API and never closed: its private spill directory
+            # goes when the object does, or at the latest when the interpreter exits.
+            weakref.finalize(self, shutil.rmtree, self._own_spill, ignore_errors=True)
 
     @contextmanager
     def _statement(self) -> Iterator[None]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -44,6 +46,16 @@ def test_bad_duckdb_url_settings_are_named(tmp_path: Path,
     with pytest.raises(UsageError, match="setting of the DuckDB URL is not valid"):
         connect("duckdb:///:memory:?memory_limit=lots")
     assert list(tmp_path.iterdir()) == []  # no spill directory of a database never opened
+
+
+def test_an_in_memory_database_never_closed_leaves_no_spill_directory(tmp_path: Path) -> None:
+    """Opened through the API and left open at exit: the private spill directory still goes."""
+    script = ("import tempfile; tempfile.tempdir = " + repr(str(tmp_path)) + "\n"
+              "from setanon_sql.backends import connect\n"
+              "backend = connect('duckdb:///:memory:')\n"
+              "backend.execute('SELECT 1', fetch=True)\n")
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unknown_scheme_and_missing_scheme() -> None:
