@@ -52,9 +52,10 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if chosen.heuristic == "tdcontrol":
         _tdcontrol(backend, dataset, attribute, chosen, sens, context)
         return
+    histogram = length_histogram(backend, items, sens)
     shape = check_shape(backend, items, chosen.m, sens,
                         deferred_top=chosen.m is not None or chosen.trim_above is not None,
-                        trim_above=chosen.trim_above)
+                        trim_above=chosen.trim_above, histogram=histogram)
     starts = [0]
     ranks = context.table("ranks")
     if chosen.t_max is not None:
@@ -69,8 +70,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     if chosen.trim_above is not None:
         start = context.table("trimmed")
         context.figures["long_records"] = trim_long_records(
-            backend, start, base, sens, chosen.trim_above, context.seed or 0,
-            length_histogram(backend, base, sens))
+            backend, start, base, sens, chosen.trim_above, context.seed or 0, histogram)
     final, history, stages, mismatches = (
         (start, [], [], 0) if shape.width < 2 else
         run_stages(backend, context, chosen, sens, base, shape.width, shape.max_q, start))

@@ -108,19 +108,22 @@ def largest_trim_within_reach(histogram: dict[tuple[int, int], int]) -> int | No
 
 def check_shape(backend: Backend, items: exp.Table, m: int | None,
                 sens: exp.Table | None = None, deferred_top: bool = False,
-                trim_above: int | None = None) -> CheckShape:
+                trim_above: int | None = None,
+                histogram: dict[tuple[int, int], int] | None = None) -> CheckShape:
     """The enumeration an exact check of ``items`` needs, or a UsageError suggesting a bound.
 
     With ``sens``, the level above the largest qid counts only itemsets holding a sensitive
     item (see :func:`.qids.build_levels`); with ``deferred_top`` that level is left out of the
     estimate: a staged run (:mod:`.stages`) checks it on the data as it is when it gets there.
     With ``trim_above``, the shape is that of ``items`` once trimmed (:mod:`.longrecords`).
+    ``histogram``: :func:`length_histogram` of ``items`` and ``sens``, if the caller has it.
 
     Any qid size (``m`` None): a rule q -> e of positive confidence has q + {e} inside a record
     holding the sensitive item e (Jia et al. Sec. 2.1: sup(q + {e}) > 0), so itemsets of up
     to the longest such record's length cover every rule, however long the other records are.
     """
-    histogram = length_histogram(backend, items, sens)
+    if histogram is None:
+        histogram = length_histogram(backend, items, sens)
     if trim_above is not None:
         histogram = trimmed_histogram(histogram, trim_above)
     longest = max((length for length, _ in histogram), default=0)
@@ -178,12 +181,17 @@ def count_unsafe(backend: Backend, table: Callable[[str], exp.Table], cur: exp.T
     rules = unnumbered_rules_query(supx, sens, None, shape.width, shape.max_q).subquery("r")
     sx, sq = exp.column("sx", quoted=True), exp.column("sq", quoted=True)
     unsafe = (placeholder("rho_den") * sx) > (placeholder("rho_num") * sq.copy())
-    count, top = backend.query(exp.select(
-        exp.func("sum", exp.Case(ifs=[exp.If(this=unsafe, true=exp.Literal.number(1))],
-                                 default=exp.Literal.number(0))),
-        exp.func("max", exp.Div(this=exp.cast(sx.copy(), "DOUBLE PRECISION"),
-                                expression=sq.copy()))).from_(rules),
-        {"num": 0, "den": 1, "rho_num": num, "rho_den": den})[0]
+    # The rules join the supports with themselves on whole-table keys, and PostgreSQL cannot
+    # tell that few itemsets hold a sensitive item: it sorted all 3.6M supports four times for
+    # merge joins (14.5 s of a 23 s verify of whole BMS-WebView-2, --trim-above 4; 4.2 s
+    # without, BENCHMARKS.md). The search builds its rules under the same settings.
+    with backend.whole_table_joins():
+        count, top = backend.query(exp.select(
+            exp.func("sum", exp.Case(ifs=[exp.If(this=unsafe, true=exp.Literal.number(1))],
+                                     default=exp.Literal.number(0))),
+            exp.func("max", exp.Div(this=exp.cast(sx.copy(), "DOUBLE PRECISION"),
+                                    expression=sq.copy()))).from_(rules),
+            {"num": 0, "den": 1, "rho_num": num, "rho_den": den})[0]
     count = int(count or 0)
     for level in (*levels, supx):
         backend.drop_table(level)

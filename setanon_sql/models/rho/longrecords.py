@@ -71,8 +71,8 @@ def trim_long_records(backend: Backend, target: exp.Table, base: exp.Table, sens
                       histogram: dict[tuple[int, int], int]) -> dict[str, int]:
     """Materialize ``target`` = ``base`` trimmed; the figures the run reports.
 
-    ``histogram`` is ``base``'s (length, sensitive items) histogram: the rows the trim must
-    remove follow from it, and a different count from the SQL fails the run.
+    ``histogram`` is the (length, sensitive items) histogram of ``base``'s records: the rows
+    the trim must remove follow from it, and a different count from the SQL fails the run.
     """
     backend.materialize(target, trim_query(backend, base, sens), {"above": above, "seed": seed},
                         working=True)

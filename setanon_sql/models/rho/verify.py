@@ -63,13 +63,8 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
         backend.materialize(cur, exp.select(
             col("record_id"), col("item_id"),
             exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True)).from_(pub.copy()))
-        # The rules join the supports with themselves on whole-table keys, and PostgreSQL
-        # cannot tell that few itemsets hold a sensitive item: it sorted all 3.6M supports
-        # four times for merge joins (13.4 of the 20.5 s verify of whole BMS-WebView-2,
-        # --trim-above 4, BENCHMARKS.md). The search runs its rules under the same settings.
-        with backend.whole_table_joins():
-            unsafe, top = count_unsafe(backend, table, cur, sens, shape, rho.numerator,
-                                       rho.denominator)
+        unsafe, top = count_unsafe(backend, table, cur, sens, shape, rho.numerator,
+                                   rho.denominator)
     finally:
         backend.drop_table(cur)
         backend.drop_table(sens)
