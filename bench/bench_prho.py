@@ -2,7 +2,7 @@
 
 Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bms2]
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
-       [--choice paper|fewest] [--repair-pool N] [--workdir DIR]
+       [--choice paper|fewest] [--repair-pool N] [--share 0.1] [--trials 10] [--workdir DIR]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
   every adversary (--m all), fixed vs personalized, 40% sensitive; util_mining as in Exp. 2.
@@ -13,6 +13,10 @@ Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bm
   personalized suppresses more than fixed at the same fraction.
 * ``--exp 2s`` (Figs. 2, 5-8): full BMS-WebView-2, SAMPLESUPPRESSOR, m = 5, ε = δ = 0.05
   (no util_mining: the paper could not mine the full data either).
+
+``--share 0.1 --trials 10`` is the paper's own protocol (Sec. 6.1): ten trials, each on its own
+random 10% extract with its own draw of sensitive items; a last table gives mean ± standard
+deviation per (data, setting) and how many trials passed each check.
 
 Each output is exported as FIMI and checked independently in plain Python
 (tests/oracle/prho_oracle.py): exactly for SUPPRESSOR (every adversary), by 4·n_S fresh
@@ -25,12 +29,14 @@ import argparse
 import math
 import os
 import random
+import statistics
 import sys
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -109,6 +115,52 @@ def extract(source: Path, target: Path, share: float, seed: int) -> Path:
     return target
 
 
+def check_output(db: Any, dataset: Any, run: Any, source: Path, label: str, exp: str,
+                 setting: str, seed: int, fraction: float, rho: Fraction, m: str,
+                 work: Path) -> tuple[str, bool]:
+    """The independent check of one output (plain Python, from the exported file): exact for
+    SUPPRESSOR, 4·n_S fresh adversaries per ℓ for SAMPLESUPPRESSOR. Returns (text, passed)."""
+    original = oracle.read_fimi(source)
+    out = api.export_dataset(db, dataset, work / f"out_{label}_{os.getpid()}.dat", run=run)
+    published = oracle.read_fimi(out)
+    member = oracle.member_function(original, setting, seed, fraction)
+    subset = oracle.is_record_subset(original, published)
+    if exp == "2s":
+        n = 4 * run.figures["samples_per_l"]
+        shares = [oracle.sampled_unsafe_share(original, published, member, rho, ell, n,
+                                              1000 + seed)
+                  for ell in range(1, int(m) + 1)]
+        return (f"{'ok' if subset else 'NOT SUBSET'}, max sampled share {max(shares):.4f} "
+                f"(n={n}/l)"), subset
+    bad = oracle.count_unsafe_adversaries(original, published, member, rho,
+                                          None if m == "all" else int(m))
+    passed = bad == 0 and subset
+    return ("ok" if passed else f"FAIL ({bad} unsafe)"), passed
+
+
+def spread(values: list[float], digits: str) -> str:
+    """``mean ± sd`` of one cell's trials (the paper's Sec. 6.1 reports both)."""
+    if len(values) < 2:
+        return format(values[0], digits)
+    return f"{format(statistics.mean(values), digits)} ± {format(statistics.stdev(values), digits)}"
+
+
+def print_summary(cells: dict[tuple[str, str], list[dict[str, float]]], exp: str) -> None:
+    """One row per (data, setting): mean ± sd over the trials, and how many checks passed."""
+    print("\n| data | setting | trials | records | suppressed | util_info | util_dist | "
+          "util_mining | seconds | verify ok | independent check ok |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for (label, setting), trials in cells.items():
+        def column(key: str, digits: str, rows: list[dict[str, float]] = trials) -> str:
+            return spread([row[key] for row in rows], digits)
+        mining = "-" if exp == "2s" else column("util_mining", ".3f")
+        print(f"| {label} | {setting} | {len(trials)} | {column('records', '.0f')} | "
+              f"{column('suppressed', '.0f')} | {column('util_info', '.4f')} | "
+              f"{column('util_dist', '.2e')} | {mining} | {column('seconds', '.1f')} | "
+              f"{sum(int(row['verified']) for row in trials)}/{len(trials)} | "
+              f"{sum(int(row['checked']) for row in trials)}/{len(trials)} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default=None)
@@ -129,6 +181,9 @@ def main() -> None:
                         help="run on a random extract of this share of the records (seeded by "
                              "--extract-seed), as the paper's 10%% extracts")
     parser.add_argument("--extract-seed", type=int, default=1)
+    parser.add_argument("--trials", type=int, default=None,
+                        help="the paper's ten trials (Sec. 6.1): trial t draws extract t (with "
+                             "--share) and sensitive items with seed t; prints mean ± sd")
     args = parser.parse_args()
     exp = args.exp
     data = (args.data or ("bms1,bms2" if exp in ("1", "rules") else "bms2")).split(",")
@@ -136,14 +191,18 @@ def main() -> None:
                                   else "fixed+,personalized+")).split(",")
     fraction = args.fraction or (0.4 if exp in ("1", "rules") else 0.1)
     m = args.m or ("all" if exp == "1" else "5")
+    rho = Fraction(str(args.rho))
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    seeds = [int(s) for s in args.seeds.split(",")]
     if exp == "rules":
         for name in data:
             sensitivity_table(f"{name}-c5", cutoff(FILES[name], work / f"{name}-c5.dat", 5),
-                              settings, fraction, Fraction(str(args.rho)),
-                              [int(s) for s in args.seeds.split(",")])
+                              settings, fraction, rho, seeds)
         return
+    # (extract seed, anonymization seeds) per trial; without --trials, one extract, --seeds.
+    trials = ([(t, [t]) for t in range(1, args.trials + 1)] if args.trials
+              else [(args.extract_seed, seeds)])
     url = args.backend or f"duckdb:///{work / f'bench{exp}.duckdb'}"
     db = api.open_database(url, "bench_prho")
     model = require_model("prho")
@@ -151,58 +210,57 @@ def main() -> None:
           " | util_info | util_dist | util_mining | rounds (sweeps) | seconds | verify"
           " | independent check |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     for name in data:
-        if exp == "2s":
-            source, label = FILES[name], name
-        else:
-            source = cutoff(FILES[name], work / f"{name}-c5.dat", 5)
-            label = f"{name}-c5"
-        if args.share:
-            label = f"{label}-x{round(100 * args.share)}s{args.extract_seed}"
-            source = extract(source, work / f"{label}.dat", args.share, args.extract_seed)
-        if api.find_dataset(db, label) is not None:
-            api.drop_dataset(db, api.get_dataset(db, label))
-        dataset = api.load_transactions(db, source, label)
-        original = oracle.read_fimi(source)
-        for setting in settings:
-            for seed in [int(s) for s in args.seeds.split(",")]:
-                params: dict = {"rho": args.rho, "setting": setting,
-                                "sensitive_fraction": fraction, "m": m, "choice": args.choice}
-                if exp == "2s":
-                    params.update(epsilon=args.eps, delta=args.eps, repair_pool=args.repair_pool)
-                started = time.perf_counter()
-                api.anonymize(db, dataset, model, params, seed=seed)
-                seconds = time.perf_counter() - started
-                run = api.get_run(db, dataset, "latest")
-                verified = api.verify(db, dataset, run)
-                mining = ("-" if exp == "2s" else
-                          f"{metrics.util_mining(db, dataset, run)['util_mining']:.3f}")
-                check = "-"
-                if not args.no_check:
-                    out = api.export_dataset(db, dataset, work / f"out_{label}_{os.getpid()}.dat",
-                                             run=run)
-                    published = oracle.read_fimi(out)
-                    member = oracle.member_function(original, setting, seed, fraction)
-                    rho = Fraction(str(args.rho))
-                    subset = oracle.is_record_subset(original, published)
+        for extract_seed, trial_seeds in trials:
+            if exp == "2s":
+                source, label = FILES[name], name
+            else:
+                source = cutoff(FILES[name], work / f"{name}-c5.dat", 5)
+                label = f"{name}-c5"
+            cell_label = f"{label}-x{round(100 * args.share)}" if args.share else label
+            if args.share:
+                label = f"{cell_label}s{extract_seed}"
+                source = extract(source, work / f"{label}.dat", args.share, extract_seed)
+            if api.find_dataset(db, label) is not None:
+                api.drop_dataset(db, api.get_dataset(db, label))
+            dataset = api.load_transactions(db, source, label)
+            for setting in settings:
+                for seed in trial_seeds:
+                    params: dict[str, Any] = {"rho": args.rho, "setting": setting,
+                                              "sensitive_fraction": fraction, "m": m,
+                                              "choice": args.choice}
                     if exp == "2s":
-                        n = 4 * run.figures["samples_per_l"]
-                        shares = [oracle.sampled_unsafe_share(original, published, member, rho,
-                                                              ell, n, 1000 + seed)
-                                  for ell in range(1, int(m) + 1)]
-                        check = (f"{'ok' if subset else 'NOT SUBSET'}, max sampled share "
-                                 f"{max(shares):.4f} (n={n}/l)")
-                    else:
-                        bad = oracle.count_unsafe_adversaries(
-                            original, published, member, rho, None if m == "all" else int(m))
-                        check = "ok" if bad == 0 and subset else f"FAIL ({bad} unsafe)"
-                f = run.figures
-                alg = "2" if exp == "2s" else "1"
-                print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
-                      f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
-                      f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
-                      f"{mining} | {f.get('sweeps', f['rounds'])} | {seconds:.1f} | "
-                      f"{'ok' if verified.ok else 'FAIL'} | {check} |", flush=True)
+                        params.update(epsilon=args.eps, delta=args.eps,
+                                      repair_pool=args.repair_pool)
+                    started = time.perf_counter()
+                    api.anonymize(db, dataset, model, params, seed=seed)
+                    seconds = time.perf_counter() - started
+                    run = api.get_run(db, dataset, "latest")
+                    verified = api.verify(db, dataset, run).ok
+                    mining = (math.nan if exp == "2s" else
+                              metrics.util_mining(db, dataset, run)["util_mining"])
+                    check, checked = "-", False
+                    if not args.no_check:
+                        check, checked = check_output(db, dataset, run, source, label, exp,
+                                                      setting, seed, fraction, rho, m, work)
+                    f = run.figures
+                    cells[cell_label, setting].append(
+                        {"records": dataset.n_records, "suppressed": f["suppressed"],
+                         "util_info": f["util_info"], "util_dist": f["util_dist"],
+                         "util_mining": mining, "seconds": seconds, "verified": verified,
+                         "checked": checked})
+                    alg = "2" if exp == "2s" else "1"
+                    print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
+                          f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
+                          f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
+                          f"{'-' if exp == '2s' else f'{mining:.3f}'} | "
+                          f"{f.get('sweeps', f['rounds'])} | {seconds:.1f} | "
+                          f"{'ok' if verified else 'FAIL'} | {check} |", flush=True)
+            if args.share:
+                api.drop_dataset(db, dataset)
+    if args.trials:
+        print_summary(cells, exp)
 
 
 if __name__ == "__main__":
