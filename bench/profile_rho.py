@@ -70,7 +70,8 @@ def summarize(title: str, log: list[tuple[str, float]], total: float, top: int) 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="duckdb:////tmp/rho_prof/prof.duckdb")
-    parser.add_argument("--data", default="bms1")
+    parser.add_argument("--data", default="bms1",
+                        help="bms1, bms2, retail, or a dataset already in the database")
     parser.add_argument("--file", default=None, help="a FIMI file instead of --data's")
     parser.add_argument("--heuristic", default="mine")
     parser.add_argument("--rho", type=float, default=0.7)
@@ -79,17 +80,24 @@ def main() -> None:
     parser.add_argument("--trim-above", type=int, default=None,
                         help="any qid size: trim long records' sensitive items (no --m)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--b-max", type=int, default=None, help="the qid buffer's capacity")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--verify", action="store_true")
     args = parser.parse_args()
     Path("/tmp/rho_prof").mkdir(exist_ok=True)
     db = api.open_database(args.backend, "rhoprof")
-    source = Path(args.file) if args.file else FILES[args.data]
-    # A --file loads (and is found again) under its own name, never under --data's.
-    name = source.stem if args.file else args.data
-    dataset = api.find_dataset(db, name) or api.load_transactions(db, source, name)
+    # A --file loads (and is found again) under its own name, never under --data's; a --data
+    # that names no shared file is a dataset already in the database (`setanon generate quest`).
+    name = Path(args.file).stem if args.file else args.data
+    dataset = api.find_dataset(db, name)
+    if dataset is None:
+        if not args.file and name not in FILES:
+            parser.error(f"--data {name}: neither {', '.join(FILES)} nor a dataset in "
+                         f"{args.backend}; generate it first (setanon "
+                         "generate quest --schema rhoprof --name NAME)")
+        dataset = api.load_transactions(db, Path(args.file) if args.file else FILES[name], name)
     params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
-              "m": args.m, "trim_above": args.trim_above}
+              "m": args.m, "trim_above": args.trim_above, "b_max": args.b_max}
     db.statement_log = []
     printer = Printer(db.statement_log)
     started = time.perf_counter()

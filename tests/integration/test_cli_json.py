@@ -31,7 +31,7 @@ def test_a_script_reads_every_result_as_json(db_url: DbUrl, tmp_path: Path) -> N
                           *db_url.args)
     assert code == 0
     assert (made["model"], made["seed"], made["verification"]) == ("rho", 4, "passed")
-    assert made["options"] == ("--b-max 1000000 --heuristic mine --m 2 --rho 0.7 "
+    assert made["options"] == ("--heuristic mine --m 2 --rho 0.7 "
                                "--sensitive-fraction 0.2")
     assert made["covered"]
     run_id = made["run_id"]

@@ -30,7 +30,7 @@ from setanon_sql.models.km.generalization import resolve_hierarchy
 from setanon_sql.models.rho.check import check_shape, length_histogram
 from setanon_sql.models.rho.dnc import base_query, split_points
 from setanon_sql.models.rho.longrecords import trim_long_records
-from setanon_sql.models.rho.params import DEFAULT_B_MAX, HEURISTICS, RhoParams, parse_params
+from setanon_sql.models.rho.params import HEURISTICS, RhoParams, parse_params
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.sensitive import build_sensitive
 from setanon_sql.models.rho.stages import run_stages
@@ -154,8 +154,10 @@ OPTIONS = (
                  help="any qid size on long records: a record of more than this many items "
                       "loses sensitive items until it has this many, or none left, so that "
                       "qids of up to one item fewer cover every qid (reported; e.g. 4)"),
-    click.Option(["--b-max", "b_max"], type=int, default=DEFAULT_B_MAX, show_default=True,
-                 help="qid buffer capacity (distinct qids sanitized together)"),
+    click.Option(["--b-max", "b_max"], type=int, default=None,
+                 help="qid buffer capacity (distinct qids sanitized together; the paper's "
+                      "10^6); default: one buffer for every qid, the fastest, as the supports "
+                      "are counted in the database anyway"),
     click.Option(["--t-max", "t_max"], type=float, default=None,
                  help="divide-and-conquer: split partitions whose cost (eq. 6) exceeds this"),
     click.Option(["--column"], default=None, help="the set-valued column to anonymize"),

@@ -11,17 +11,24 @@ from setanon_sql.models.rho.sensitive import check_sensitive_source
 from setanon_sql.models.rho.suppression import rho_fraction
 
 HEURISTICS = ("dist", "mine", "global", "tdcontrol")
-DEFAULT_B_MAX = 10**6  # Jia et al. Sec. 4: b_max = 10^6
 
 
 @dataclass(frozen=True)
 class RhoParams:
-    """Validated parameters; ``m`` None means the adversary may know any number of items."""
+    """Validated parameters; ``m`` None means the adversary may know any number of items.
+
+    ``b_max`` None puts every qid in one buffer. Jia et al. bound the buffer (10^6 qids, Sec. 4)
+    to bound the memory of an in-memory enumeration, and find that b_max changes only the time,
+    never the loss, and that a larger buffer is faster until it holds every qid (Sec. 4.3,
+    Fig. 6). Here the supports of every qid are counted in the database whatever the buffer,
+    so a bound saves no memory; it only splits a stage into waves of rounds (1M Quest records
+    at ``--m 3``: hundreds of rounds).
+    """
 
     rho: Fraction
     m: int | None
     heuristic: str
-    b_max: int
+    b_max: int | None
     t_max: float | None
     sensitive: str | None
     sensitive_fraction: float | None
@@ -76,7 +83,7 @@ def parse_params(params: dict[str, Any]) -> RhoParams:
                          "item types globally and does not trim records; drop --trim-above")
     fraction = params.get("sensitive_fraction")
     check_sensitive_source(params.get("sensitive"), fraction)
-    return RhoParams(value, m, heuristic, b_max or DEFAULT_B_MAX,
+    return RhoParams(value, m, heuristic, b_max,
                      float(t_max) if t_max is not None else None, params.get("sensitive"),
                      float(fraction) if fraction is not None else None, params.get("column"),
                      hierarchy, trim_above)

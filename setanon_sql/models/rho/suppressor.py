@@ -163,8 +163,10 @@ class Suppressor:
             self.mismatches = int(backend.scalar(mismatch_query(kept, supx, self.width)))
             backend.drop_table(kept)
         win = self._fresh("win")
-        self._build(win, "rho_windows", {"m": self.max_q, "b_max": self.params.b_max},
-                    {"supx": supx})
+        # No b_max: one buffer, as wide as the qids just counted (each support row is at most
+        # one qid, so every qid lands in buffer 0).
+        b_max = self.params.b_max or max(1, self.support_rows)
+        self._build(win, "rho_windows", {"m": self.max_q, "b_max": b_max}, {"supx": supx})
         rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width, self.max_q),
                             None)
         return supx, win, rules
