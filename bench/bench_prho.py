@@ -115,12 +115,11 @@ def extract(source: Path, target: Path, share: float, seed: int) -> Path:
     return target
 
 
-def check_output(db: Any, dataset: Any, run: Any, source: Path, label: str, exp: str,
-                 setting: str, seed: int, fraction: float, rho: Fraction, m: str,
+def check_output(db: Any, dataset: Any, run: Any, original: oracle.Records, label: str,
+                 exp: str, setting: str, seed: int, fraction: float, rho: Fraction, m: str,
                  work: Path) -> tuple[str, bool]:
     """The independent check of one output (plain Python, from the exported file): exact for
     SUPPRESSOR, 4·n_S fresh adversaries per ℓ for SAMPLESUPPRESSOR. Returns (text, passed)."""
-    original = oracle.read_fimi(source)
     out = api.export_dataset(db, dataset, work / f"out_{label}_{os.getpid()}.dat", run=run)
     published = oracle.read_fimi(out)
     member = oracle.member_function(original, setting, seed, fraction)
@@ -225,6 +224,7 @@ def main() -> None:
             if api.find_dataset(db, label) is not None:
                 api.drop_dataset(db, api.get_dataset(db, label))
             dataset = api.load_transactions(db, source, label)
+            original = oracle.read_fimi(source)
             for setting in settings:
                 for seed in trial_seeds:
                     params: dict[str, Any] = {"rho": args.rho, "setting": setting,
@@ -242,7 +242,7 @@ def main() -> None:
                               metrics.util_mining(db, dataset, run)["util_mining"])
                     check, checked = "-", False
                     if not args.no_check:
-                        check, checked = check_output(db, dataset, run, source, label, exp,
+                        check, checked = check_output(db, dataset, run, original, label, exp,
                                                       setting, seed, fraction, rho, m, work)
                     f = run.figures
                     cells[cell_label, setting].append(
