@@ -29,6 +29,8 @@ FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/
 TARGET = re.compile(r'(?:CREATE (?:UNLOGGED )?TABLE|UPDATE|DROP TABLE IF EXISTS)\s+'
                     r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?[\s(]', re.IGNORECASE)
 
+ROUND = re.compile(r"round \d+: ([\d,]+) unsafe rules")
+
 
 def kind(sql: str) -> str:
     """What a statement does: the work table it writes, or the start of the query."""
@@ -45,12 +47,17 @@ class Printer:
     def __init__(self, log: list[tuple[str, float]]) -> None:
         self.log = log
         self.marks: list[tuple[str, int]] = [("setup", 0)]
+        # (unsafe rules, first statement) of every round, for --tail-below.
+        self.rounds: list[tuple[int, int]] = []
 
     def show(self, step: Step) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {step.phase}: {step.detail}", file=sys.stderr,
               flush=True)
         if step.detail.startswith("stage "):
             self.marks.append((step.detail.split(":")[0], len(self.log)))
+        found = ROUND.match(step.detail)
+        if found:
+            self.rounds.append((int(found.group(1).replace(",", "")), len(self.log)))
 
 
 def summarize(title: str, log: list[tuple[str, float]], total: float, top: int) -> None:
@@ -83,6 +90,12 @@ def main() -> None:
     parser.add_argument("--b-max", type=int, default=None, help="the qid buffer's capacity")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--verify", action="store_true")
+    parser.add_argument("--tail-below", type=int, default=None,
+                        help="also sum the statements of the rounds that start with fewer "
+                             "unsafe rules than this (a stage's tail)")
+    parser.add_argument("--head-from", type=int, default=None,
+                        help="also sum the statements of the rounds that start with at least "
+                             "this many unsafe rules (a stage's first rounds)")
     args = parser.parse_args()
     Path("/tmp/rho_prof").mkdir(exist_ok=True)
     db = api.open_database(args.backend, "rhoprof")
@@ -114,13 +127,25 @@ def main() -> None:
                 "unique_rule_rows"):
         if key in f:
             print(f"  {key}: {f[key]}")
-    print("\n| round | unsafe rules | suppressed | seconds |\n|---|---|---|---|")
+    print("\n| round | unsafe rules | suppressed | settling steps | seconds |\n"
+          "|---|---|---|---|---|")
     for entry in f["history"]:
         print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
-              f"{entry.get('suppressed', '')} | {entry['seconds']} |")
+              f"{entry.get('suppressed', '')} | {entry.get('settle_steps', '')} | "
+              f"{entry['seconds']} |")
     bounds = [*printer.marks, ("end", len(log))]
     for (name, lo), (_, hi) in pairwise(bounds):
         summarize(name, log[lo:hi], total, args.top)
+    spans = [(unsafe, log[lo:hi])
+             for (unsafe, lo), (_, hi) in pairwise([*printer.rounds, (0, len(log))])]
+    if args.tail_below is not None:
+        tail = [part for unsafe, part in spans if 0 < unsafe < args.tail_below]
+        summarize(f"{len(tail)} rounds with 1 to {args.tail_below - 1} unsafe rules",
+                  [entry for part in tail for entry in part], total, args.top)
+    if args.head_from is not None:
+        head = [part for unsafe, part in spans if unsafe >= args.head_from]
+        summarize(f"{len(head)} rounds with at least {args.head_from} unsafe rules",
+                  [entry for part in head for entry in part], total, args.top)
     if args.verify:
         started = time.perf_counter()
         result = api.verify(db, dataset, run)

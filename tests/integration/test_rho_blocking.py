@@ -1,16 +1,29 @@
-"""Which rules one round sanitizes together (blocked_rules_query), on both backends.
+"""Which rules one round sanitizes together (blocked_rules_query, settle), on both backends.
 
-A rule B waits when a rule of higher rank would suppress an item of X_B from a record of
+A rule B is overtaken when a rule of higher rank would suppress an item of X_B from a record of
 C(X_B): only then could doing both at once suppress more than taking them one after the other.
-Hand-made rules whose answer follows from that definition, not from the code.
+``blocked_rules_query`` holds back every overtaken rule; ``settle`` then admits those that only
+held-back rules overtake, as taking the rules one by one in rank order would. Hand-made rules
+whose answer follows from those definitions, and random ones checked against that greedy pass
+written in plain Python.
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
+from itertools import count
+from typing import NamedTuple
+
+import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.suppression import admitted_picks_query, blocked_rules_query
+from setanon_sql.models.rho.suppression import (
+    admitted_picks_query,
+    blocked_rules_query,
+    settle,
+)
 
 # rule_id, rnk, d, x1, x2, x3 (X = q + {e}; 0 pads)
 CHOSEN = [(1, 1, 10, 10, 20, 30),   # picks 10 from record 100 (also holds record 200)
@@ -22,7 +35,8 @@ MEMBERS = [(1, 1, 100), (1, 1, 200), (2, 2, 100), (3, 3, 100), (4, 4, 200), (5, 
 PICKS = [(100, 10, 1, 1), (100, 40, 2, 2), (100, 60, 3, 3), (200, 10, 4, 4), (100, 80, 5, 5)]
 
 
-def values_table(db: Backend, name: str, columns: str, rows: list[tuple[int, ...]]) -> exp.Table:
+def values_table(db: Backend, name: str, columns: str, rows: Sequence[tuple[int, ...]]
+                 ) -> exp.Table:
     """A work table holding ``rows``, built as a VALUES expression (no text pasted)."""
     values = exp.values([tuple(exp.Literal.number(v) for v in row) for row in rows], alias="v",
                         columns=columns.split(", "))
@@ -40,3 +54,88 @@ def test_a_rule_waits_only_where_a_higher_pick_takes_one_of_its_items(db: Backen
     assert sorted(r for (r,) in db.query(exp.select("rule_id").from_(blocked))) == [2, 5]
     dels = sorted(db.query(admitted_picks_query(picks, blocked)))
     assert dels == [(100, 10), (100, 60), (200, 10)]
+
+
+class Settled(NamedTuple):
+    waiting: list[int]
+    dels: list[tuple[int, int]]
+    steps: int
+    blocked: int  # how many rules blocked_rules_query held back
+
+
+def settled(db: Backend, chosen_rows: Sequence[tuple[int, ...]],
+            member_rows: Sequence[tuple[int, ...]],
+            pick_rows: Sequence[tuple[int, ...]]) -> Settled:
+    """The waiting rules, the round's suppressions and the settling steps, by the SQL."""
+    chosen = values_table(db, "t_chosen", "rule_id, rnk, d, x1, x2, x3", chosen_rows)
+    members = values_table(db, "t_members", "rule_id, rnk, record_id", member_rows)
+    picks = values_table(db, "t_picks", "record_id, item_id, rule_id, rnk", pick_rows)
+    blocked = db.table("t_blocked")
+    db.materialize(blocked, blocked_rules_query(chosen, members, picks, 3))
+    serial = count()
+
+    def fresh(purpose: str) -> exp.Table:
+        table = db.table(f"t_{purpose}_{next(serial)}")
+        db.drop_table(table)
+        return table
+
+    held_back = len(db.query(exp.select("rule_id").from_(blocked)))
+    waiting, steps = settle(db, fresh, chosen, members, picks, blocked, 3)
+    rules = sorted(r for (r,) in db.query(exp.select("rule_id").from_(waiting)))
+    return Settled(rules, sorted(db.query(admitted_picks_query(picks, waiting))), steps,
+                   held_back)
+
+
+def test_a_rule_overtaken_only_by_waiting_rules_goes_now(db: Backend) -> None:
+    # Rule 2 waits for rule 1, which goes; rule 5 waited for rule 2 only, so it goes too.
+    waiting, dels, steps, _ = settled(db, CHOSEN, MEMBERS, PICKS)
+    assert waiting == [2]
+    assert dels == [(100, 10), (100, 60), (100, 80), (200, 10)]
+    assert steps == 1
+
+
+def test_a_chain_of_overtakers_alternates(db: Backend) -> None:
+    # Each rule takes its d from record 100, which holds all of them, and each X holds the
+    # d of the rule before: 1 overtakes 2, 2 overtakes 3, 3 overtakes 4. In rank order 1 goes,
+    # 2 is skipped, so 3 goes and 4 is skipped: two steps.
+    chosen = [(1, 1, 10, 10, 0, 0), (2, 2, 20, 10, 20, 0), (3, 3, 30, 20, 30, 0),
+              (4, 4, 40, 30, 40, 0)]
+    members = [(r, r, 100) for r in range(1, 5)]
+    picks = [(100, d, r, r) for r, _, d, *_ in chosen]
+    waiting, dels, steps, _ = settled(db, chosen, members, picks)
+    assert waiting == [2, 4]
+    assert dels == [(100, 10), (100, 30)]
+    assert steps == 2
+
+
+def greedy(chosen: Sequence[tuple[int, ...]], members: Sequence[tuple[int, ...]],
+           picks: Sequence[tuple[int, ...]]) -> list[int]:
+    """The rules skipped when they are taken one by one in rank order, each skipped if a taken
+    one picks an item of its X from a record of its C(X)."""
+    records = {r: {m for rule, _, m in members if rule == r} for r, *_ in chosen}
+    taken_picks: set[tuple[int, int]] = set()
+    skipped = []
+    for rule, _, _, *x in sorted(chosen, key=lambda row: row[1]):
+        items = {i for i in x if i}
+        if any((m, i) in taken_picks for m in records[rule] for i in items):
+            skipped.append(rule)
+        else:
+            taken_picks |= {(m, i) for m, i, r, _ in picks if r == rule}
+    return sorted(skipped)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_settling_skips_what_the_one_by_one_pass_skips(db: Backend, seed: int) -> None:
+    rng = random.Random(seed)
+    chosen, members, picks = [], [], []
+    for rule in range(1, 41):
+        x = sorted(rng.sample(range(1, 9), rng.randint(1, 3)))
+        d = rng.choice(x)
+        chosen.append((rule, rule, d, *x, *[0] * (3 - len(x))))
+        held = rng.sample(range(100, 112), rng.randint(1, 4))
+        members += [(rule, rule, m) for m in held]
+        picks += [(m, d, rule, rule) for m in rng.sample(held, rng.randint(1, len(held)))]
+    waiting, dels, _, blocked = settled(db, chosen, members, picks)
+    assert waiting == greedy(chosen, members, picks)
+    assert blocked > len(waiting)  # settling admitted some rules blocked_rules_query held back
+    assert dels == sorted({(m, i) for m, i, r, _ in picks if r not in waiting})

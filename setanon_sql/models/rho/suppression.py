@@ -6,10 +6,12 @@ which rules one round sanitizes together, and the picks of those rules.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 from sqlglot import exp
 
+from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.qids import col, placeholder, xs
 from setanon_sql.sqlrender import with_alias
 
@@ -84,24 +86,131 @@ def blocked_rules_query(chosen: exp.Table, members: exp.Table, picks: exp.Table,
     tops = (exp.select(col("record_id"), col("item_id"),
                        exp.func("min", col("rnk")).as_("top", quoted=True))
             .from_(picks.copy()).group_by(col("record_id"), col("item_id")))
+    return _overtaken(held_query(chosen, members, width).subquery("u"), tops)
+
+
+def held_query(chosen: exp.Table, members: exp.Table, width: int,
+               only: exp.Table | None = None) -> exp.Query:
+    """(rule_id, record_id, rnk, item_id): every record of C(X) of a chosen rule with every item
+    of X, for the rules in ``only`` (rule_id) if given.
+
+    A UNION ALL of one join of members with chosen per position; a planner cannot move a later
+    join into the union's branches (see :func:`blocked_rules_query`).
+    """
     parts: list[exp.Select] = []
     for x in xs(width):
-        parts.append(
-            exp.select(col("rule_id", "m"), col("record_id", "m"), col("rnk", "m"),
-                       col(x, "c").as_("item_id", quoted=True))
-            .from_(with_alias(members, "m"))
-            .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m")))
-            .where(col(x, "c").neq(exp.Literal.number(0))))
+        part = (exp.select(col("rule_id", "m"), col("record_id", "m"), col("rnk", "m"),
+                           col(x, "c").as_("item_id", quoted=True))
+                .from_(with_alias(members, "m"))
+                .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m")))
+                .where(col(x, "c").neq(exp.Literal.number(0))))
+        if only is not None:
+            part = part.join(with_alias(only, "o"), on=col("rule_id", "o").eq(col("rule_id", "m")))
+        parts.append(part)
     held: exp.Query = parts[0]
     for part in parts[1:]:
         held = exp.union(held, part, distinct=False)
+    return held
+
+
+def _overtaken(held: exp.Expr, tops: exp.Select) -> exp.Select:
+    """Ids of the rules of ``held`` (aliased u) with a (record, item) where ``tops`` (record_id,
+    item_id, top) has a pick of a higher rank (a smaller rnk) than the rule's own."""
     tops_f = exp.Table(this=exp.to_identifier("tops", quoted=True),
                        alias=exp.TableAlias(this=exp.to_identifier("f", quoted=True)))
-    return (exp.select(col("rule_id", "u")).distinct().from_(held.subquery("u"))
+    return (exp.select(col("rule_id", "u")).distinct().from_(held)
             .join(tops_f, on=exp.and_(col("record_id", "f").eq(col("record_id", "u")),
                                       col("item_id", "f").eq(col("item_id", "u"))))
             .where(col("top", "f") < col("rnk", "u"))
             .with_(exp.to_identifier("tops", quoted=True), as_=tops))
+
+
+def _in(table: exp.Table, alias: str, outer: str) -> exp.Exists:
+    """EXISTS a row of ``table`` (rule_id) for the rule of ``outer``."""
+    return exp.Exists(this=exp.select(exp.Literal.number(1)).from_(with_alias(table, alias))
+                      .where(col("rule_id", alias).eq(col("rule_id", outer))))
+
+
+def _tops(picks: exp.Table, where: exp.Expr) -> exp.Select:
+    """(record_id, item_id, top): the best rank of a pick of each (record, item), among the
+    picks of the rules ``where`` selects (the picks are aliased p)."""
+    return (exp.select(col("record_id", "p"), col("item_id", "p"),
+                       exp.func("min", col("rnk", "p")).as_("top", quoted=True))
+            .from_(with_alias(picks, "p")).where(where)
+            .group_by(col("record_id", "p"), col("item_id", "p")))
+
+
+def rejected_rules_query(waiting: exp.Table, held: exp.Table, picks: exp.Table) -> exp.Select:
+    """Ids of the waiting rules that an admitted rule (one not in ``waiting``) of higher rank
+    overtakes: it suppresses an item of their X from a record of their C(X), so they wait for a
+    later round whatever else is admitted. ``held``: :func:`held_query` of (at least) the
+    waiting rules."""
+    admitted = exp.not_(_in(waiting, "w", "p"))
+    waiting_held = exp.select("*").from_(with_alias(held, "h")).where(_in(waiting, "w", "h"))
+    return _overtaken(waiting_held.subquery("u"), _tops(picks, admitted))
+
+
+def still_waiting_query(waiting: exp.Table, rejected: exp.Table, held: exp.Table,
+                        picks: exp.Table) -> exp.Query:
+    """Ids of the rules that still wait after one settling step: the rejected ones, and the open
+    ones (waiting, not rejected) that an open rule of higher rank overtakes.
+
+    An open rule no open rule overtakes is admitted: every rule of higher rank that takes one of
+    its items from one of its records is rejected, so it will not act this round.
+    """
+    open_rule = exp.and_(_in(waiting, "w", "p"), exp.not_(_in(rejected, "r", "p")))
+    open_held = (exp.select("*").from_(with_alias(held, "h"))
+                 .where(exp.and_(_in(waiting, "w", "h"), exp.not_(_in(rejected, "r", "h")))))
+    overtaken = _overtaken(open_held.subquery("u"), _tops(picks, open_rule))
+    return exp.union(exp.select(col("rule_id")).from_(rejected.copy()),
+                     exp.select("*").from_(overtaken.subquery("o")), distinct=False)
+
+
+def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Table,
+           members: exp.Table, picks: exp.Table, blocked: exp.Table, width: int,
+           max_blocked: int | None = None) -> tuple[exp.Table, int]:
+    """The rules that wait this round, and how many settling steps it took: of the ``blocked``
+    ones (:func:`blocked_rules_query`), those that the rules admitted in rank order would
+    still overtake. ``fresh(purpose)`` names an empty work table.
+
+    ``blocked`` waits for every rule of higher rank that would take one of its items from one
+    of its records, also for one that itself waits; such a rule could wait a round for
+    nothing. Each step rejects the waiting rules an admitted one overtakes
+    (:func:`rejected_rules_query`) and admits the waiting rules that only rejected ones
+    overtake (:func:`still_waiting_query`); it ends when every waiting rule is rejected or a
+    step admits none. That is taking
+    the rules one by one in rank order and skipping each that an earlier taken one overtakes;
+    each step admits at least the best-ranked open rule, so it ends. The admitted rules still
+    act as if taken one after the other: every rule of higher rank that overtakes an admitted
+    one waits. Alg. 2 l.3 picks the unsafe qids in any order, so the skipped rules may go
+    later. Waiting for the waiting rules was most of the tail of stage 2 of 1M Quest records
+    at ``--m 3``: rounds that sanitized a few hundred rules each (BENCHMARKS.md, rho).
+    """
+    size = int(backend.scalar("rho_count_rows", tables={"t": blocked}))
+    if size == 0 or (max_blocked is not None and size > max_blocked):
+        return blocked, 0
+    held = fresh("held")
+    backend.materialize(held, held_query(chosen, members, width, only=blocked), working=True)
+    waiting, steps = blocked, 0
+    while True:
+        steps += 1
+        rejected = fresh("rejected")
+        backend.materialize(rejected, rejected_rules_query(waiting, held, picks), working=True)
+        still = fresh(f"waiting{steps % 2}")
+        backend.materialize(still, still_waiting_query(waiting, rejected, held, picks),
+                            working=True)
+        settled_rules = int(backend.scalar("rho_count_rows", tables={"t": rejected}))
+        backend.drop_table(rejected)
+        left = int(backend.scalar("rho_count_rows", tables={"t": still}))
+        if waiting is not blocked:
+            backend.drop_table(waiting)
+        waiting = still
+        # Done when no waiting rule is open any more, or when a step admitted none.
+        if left in (settled_rules, size):
+            break
+        size = left
+    backend.drop_table(held)
+    return waiting, steps
 
 
 def picks_query(chosen: exp.Table, members: exp.Table) -> exp.Select:

@@ -3,13 +3,14 @@
 The controller keeps the buffer pointer and a few counts. The supports of every qid are counted
 once, then kept up to date by each round's delta (:mod:`.incremental`). A round finds the unsafe
 rules q -> e of the current qid buffer, gives each its best item type d and N_s(d) by the
-heuristic (H_dist, H_mine), and sanitizes all rules none of whose items a rule of higher
-priority would suppress from one of their records C(q + {e}) — rules whose supports the
-sequential Alg. 2, which takes the arg max first, would leave as they are until it reaches them
-(:func:`.suppression.blocked_rules_query`). They are done together without over-suppressing;
-the others wait a round. When the kept supports show no unsafe rule, they are recounted from
-scratch and compared (the number of itemsets whose supports differ is reported, and is 0);
-only when this full recount finds no unsafe rule in any buffer is the table safe (Alg. 1 l.13).
+heuristic (H_dist, H_mine), and sanitizes the rules that no admitted rule of higher priority
+overtakes (would suppress one of their items from one of their records C(q + {e})), as taking
+them one by one in priority order and skipping the overtaken ones would
+(:func:`.suppression.blocked_rules_query`, :func:`.suppression.settle`). They are done together
+without over-suppressing; the others wait a round. When the kept supports show no unsafe rule,
+they are recounted from scratch and compared (the number of itemsets whose supports differ is
+reported, and is 0); only when this full recount finds no unsafe rule in any buffer is the
+table safe (Alg. 1 l.13).
 Each round suppresses at least one occurrence (the top rule is always admitted), so the loop
 ends.
 
@@ -51,6 +52,7 @@ from setanon_sql.models.rho.suppression import (
     blocked_rules_query,
     candidates_query,
     picks_query,
+    settle,
 )
 from setanon_sql.progress import report_shrinking
 from setanon_sql.runs import RunContext
@@ -61,8 +63,14 @@ from setanon_sql.sqlrender import TableBinding
 # against 12M supports (whole BMS-WebView-2, --m 3, after round 7) ran for minutes, while the
 # rebuild writes 12M rows in seconds; the later rounds' deltas are a few thousand rows.
 REBUILD_SHARE = 16
+# Settling (suppression.settle) runs in a round that holds back at most this many rules. It pays
+# in the long tails of rounds of a few thousand rules; in a round of millions its steps cost more
+# than the rounds they save (Quest 200k records, --m 3: the first round of stage 3, 23.7M unsafe
+# rules, took 114.5 s with one settling step against 65.8 s without; BENCHMARKS.md, rho).
+SETTLE_MAX_BLOCKED = 100_000
 WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
-               "picks", "blocked", "dels", "changed", "gone")
+               "picks", "blocked", "held", "rejected", "waiting0", "waiting1", "dels", "changed",
+               "gone")
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Suppressor:
     support_rows: int = 0
     rebuilds: int = 0
     indexed: str = ""
+    settle_steps: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -127,6 +136,7 @@ class Suppressor:
                 break
             fresh = False
             pointer = int(at_or_after if at_or_after is not None else first)
+            settled = self.settle_steps
             dels = self._sanitize(cur, istat0, rules, pointer, round_no)
             n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
             if n_dels == 0:
@@ -147,7 +157,7 @@ class Suppressor:
                 backend.drop_table(cur)
             cur = following
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
-                            "suppressed": n_dels,
+                            "suppressed": n_dels, "settle_steps": self.settle_steps - settled,
                             "seconds": round(time.perf_counter() - started, 3)})
         for table in (supx, rules, *self.levels,
                       *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur", "delta"))):
@@ -348,5 +358,8 @@ class Suppressor:
         self._build(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")
         self._build(blocked, blocked_rules_query(chosen, members, picks, self.width))
-        self._build(dels, admitted_picks_query(picks, blocked))
+        waiting, steps = settle(self.backend, self._fresh, chosen, members, picks, blocked,
+                                self.width, SETTLE_MAX_BLOCKED)
+        self.settle_steps += steps
+        self._build(dels, admitted_picks_query(picks, waiting))
         return dels
