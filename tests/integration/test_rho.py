@@ -79,6 +79,27 @@ def test_bounded_adversary_is_checked_up_to_m(db: Backend, tmp_path: Path, seed:
     assert result.ok and "up to 2 items" in result.covered
 
 
+def test_every_qid_is_in_one_buffer_unless_bounded(db: Backend, tmp_path: Path) -> None:
+    """Without ``b_max`` every round works on buffer 0 (one buffer holds every qid); with a
+    bound of a few qids the rounds move through later buffers (Alg. 1 l.4-8). Both are safe."""
+    rng = random.Random(6)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 9, 6))
+    sensitive = {"2", "5", "7", "8"}
+    write(tmp_path / "sens.txt", "\n".join(sorted(sensitive)) + "\n")
+    dataset = api.load_transactions(db, source, "d")
+    runs = [run_rho(db, dataset, 6, rho=0.5, sensitive=str(tmp_path / "sens.txt"), m=2,
+                    b_max=b_max) for b_max in (None, 3)]
+    buffers = [{entry["buffer"] for entry in run.figures["history"] if "buffer" in entry}
+               for run in runs]
+    assert buffers[0] == {0}
+    assert max(buffers[1]) > 0
+    original = oracle.read_fimi(source)
+    for run in runs:
+        output = published(db, dataset, run, tmp_path)
+        assert oracle.unsafe_rules(output, sensitive, Fraction("0.5"), m=2) == []
+        assert oracle.is_record_subset(original, output)
+
+
 def test_divide_and_conquer_partitions_are_safe_and_so_is_their_union(
         db: Backend, tmp_path: Path) -> None:
     """Each partition is made safe on its own; supports add up, so the union is safe too."""
