@@ -47,7 +47,7 @@ class Printer:
     def __init__(self, log: list[tuple[str, float]]) -> None:
         self.log = log
         self.marks: list[tuple[str, int]] = [("setup", 0)]
-        # (unsafe rules, first statement) of every round, for --tail-below.
+        # (unsafe rules, first statement) of every round, for --tail-below and --head-from.
         self.rounds: list[tuple[int, int]] = []
 
     def show(self, step: Step) -> None:
