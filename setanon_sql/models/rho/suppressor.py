@@ -93,7 +93,6 @@ class Suppressor:
     support_rows: int = 0
     rebuilds: int = 0
     indexed: str = ""
-    settle_steps: int = 0
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -136,8 +135,7 @@ class Suppressor:
                 break
             fresh = False
             pointer = int(at_or_after if at_or_after is not None else first)
-            settled = self.settle_steps
-            dels = self._sanitize(cur, istat0, rules, pointer, round_no)
+            dels, settle_steps = self._sanitize(cur, istat0, rules, pointer, round_no)
             n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
@@ -157,7 +155,7 @@ class Suppressor:
                 backend.drop_table(cur)
             cur = following
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
-                            "suppressed": n_dels, "settle_steps": self.settle_steps - settled,
+                            "suppressed": n_dels, "settle_steps": settle_steps,
                             "seconds": round(time.perf_counter() - started, 3)})
         for table in (supx, rules, *self.levels,
                       *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur", "delta"))):
@@ -337,8 +335,9 @@ class Suppressor:
         return members
 
     def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
-                  round_no: int) -> exp.Table:
-        """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress."""
+                  round_no: int) -> tuple[exp.Table, int]:
+        """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress, and the
+        settling steps it took (:func:`.suppression.settle`)."""
         istat = self._fresh("istat")
         self._build(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
         dels = self._fresh("dels")
@@ -347,7 +346,7 @@ class Suppressor:
             self._build(cand, candidates_query(rules, self.width), {"w": buffer, **self._rho()})
             self._build(dels, "rho_global_choose",
                         tables={"cand": cand, "istat": istat, "cur": cur})
-            return dels
+            return dels, 0
         scores = self._fresh("scores")
         self._build(scores, scores_query(rules, istat, self.width, self.params.heuristic),
                     {"w": buffer, **self._rho()})
@@ -360,6 +359,5 @@ class Suppressor:
         self._build(blocked, blocked_rules_query(chosen, members, picks, self.width))
         waiting, steps = settle(self.backend, self._fresh, chosen, members, picks, blocked,
                                 self.width, SETTLE_MAX_BLOCKED)
-        self.settle_steps += steps
         self._build(dels, admitted_picks_query(picks, waiting))
-        return dels
+        return dels, steps
