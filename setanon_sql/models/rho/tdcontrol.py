@@ -38,6 +38,7 @@ pass over the data is SQL. Each trial recounts the qids of the generalized table
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,35 @@ def incidence_query(rules: exp.Table, sens: exp.Table, width: int) -> exp.Query:
     for part in parts[1:]:
         query = exp.union(query, part, distinct=False)
     return query
+
+
+def suppress_greedy(backend: Backend, fresh: Callable[[str], exp.Table], supp: exp.Table,
+                    inc: exp.Table, occ: exp.Table, max_q: int
+                    ) -> tuple[exp.Table, exp.Table, int]:
+    """SuppressControl's greedy (step 2): for antecedent sizes 1..max_q in turn, suppress the
+    sensitive item types that ``tdc_pick`` picks until no unsafe rule of that size is left.
+
+    ``supp`` (item_id) and ``inc`` (rule_id, lvl, s) are replaced by new tables (named by
+    ``fresh``) and dropped; returns the suppressed types, the rules left and the rounds taken.
+    One round picks every item the one-at-a-time greedy would pick next (see ``tdc_pick``).
+    """
+    rounds = 0
+    picks = fresh("picks")
+    for lvl in range(1, max_q + 1):
+        while True:
+            backend.materialize(picks, "tdc_pick", {"lvl": lvl}, {"inc": inc, "occ": occ})
+            if not backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                  .from_(picks.copy())):
+                backend.drop_table(picks)
+                break
+            rounds += 1
+            new_supp, new_inc = fresh("supp"), fresh("inc")
+            backend.materialize(new_supp, "tdc_union_picks", None, {"supp": supp, "picks": picks})
+            backend.materialize(new_inc, "tdc_drop_rules", None, {"inc": inc, "picks": picks})
+            for old in (supp, inc, picks):
+                backend.drop_table(old)
+            supp, inc = new_supp, new_inc
+    return supp, inc, rounds
 
 
 class TDControl:
@@ -146,7 +176,8 @@ class TDControl:
             b.materialize(inc, incidence_query(rules, self.sens, width))
             unsafe = self.count(rules)
             b.drop_table(rules)
-            supp, inc, rounds = self._greedy(supp, inc, max_q)
+            supp, inc, rounds = suppress_greedy(b, self.fresh, supp, inc,
+                                                self.gen.fixed["occ"], max_q)
             left = self.count(inc)
             b.drop_table(inc)
             if left:  # every rule holds a sensitive item of its own size: cannot happen
@@ -154,26 +185,6 @@ class TDControl:
         generalization, suppressed = b.query("tdc_loss", None,
                                              {"cut": cut, "supp": supp, **self.bound})[0]
         return Outcome(supp, int(generalization), int(suppressed), unsafe, rounds)
-
-    def _greedy(self, supp: exp.Table, inc: exp.Table,
-                max_q: int) -> tuple[exp.Table, exp.Table, int]:
-        """Antecedent sizes 1..max_q in turn; each round suppresses what ``tdc_pick`` picks."""
-        b, rounds = self.b, 0
-        picks = self.table("picks")
-        for lvl in range(1, max_q + 1):
-            while True:
-                b.materialize(picks, "tdc_pick", {"lvl": lvl}, {"inc": inc, **self.bound})
-                if self.count(picks) == 0:
-                    b.drop_table(picks)
-                    break
-                rounds += 1
-                new_supp, new_inc = self.fresh("supp"), self.fresh("inc")
-                b.materialize(new_supp, "tdc_union_picks", None, {"supp": supp, "picks": picks})
-                b.materialize(new_inc, "tdc_drop_rules", None, {"inc": inc, "picks": picks})
-                for old in (supp, inc, picks):
-                    b.drop_table(old)
-                supp, inc = new_supp, new_inc
-        return supp, inc, rounds
 
     def search(self) -> tuple[exp.Table, Outcome, dict[str, Any]]:
         """Steps 1-4: the final cut, its SuppressControl outcome and the search's figures."""
