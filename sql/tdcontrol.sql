@@ -121,9 +121,19 @@ FROM ranked AS r JOIN heads_all AS t ON t.s = r.s
 WHERE t.top = r.rk OR r.rk < coalesce((SELECT rk FROM fails), r.rk + 1)
 
 -- name: tdc_drop_rules
--- The unsafe rules left after suppressing the picked items (no rule gains confidence).
+-- The unsafe rules of size :lvl left after suppressing the types in picks (no rule gains
+-- confidence). SuppressControl's greedy works on one size at a time, so a round reads and
+-- rewrites only that size's rules; the larger ones lose those holding a suppressed type
+-- when their size's turn comes.
 SELECT i.rule_id, i.lvl, i.s FROM inc AS i
-WHERE NOT EXISTS (SELECT 1 FROM inc AS j JOIN picks AS p ON p.item_id = j.s
+WHERE i.lvl = :lvl
+  AND NOT EXISTS (SELECT 1 FROM inc AS j JOIN picks AS p ON p.item_id = j.s
+                  WHERE j.rule_id = i.rule_id)
+
+-- name: tdc_rules_left
+-- Unsafe rules holding no suppressed type: none once SuppressControl is done.
+SELECT count(DISTINCT i.rule_id) FROM inc AS i
+WHERE NOT EXISTS (SELECT 1 FROM inc AS j JOIN supp AS p ON p.item_id = j.s
                   WHERE j.rule_id = i.rule_id)
 
 -- name: tdc_union_picks

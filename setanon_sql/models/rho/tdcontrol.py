@@ -83,32 +83,37 @@ def incidence_query(rules: exp.Table, sens: exp.Table, width: int) -> exp.Query:
 
 
 def suppress_greedy(backend: Backend, fresh: Callable[[str], exp.Table], supp: exp.Table,
-                    inc: exp.Table, occ: exp.Table, max_q: int
-                    ) -> tuple[exp.Table, exp.Table, int]:
+                    inc: exp.Table, occ: exp.Table, max_q: int) -> tuple[exp.Table, int]:
     """SuppressControl's greedy (step 2): for antecedent sizes 1..max_q in turn, suppress the
     sensitive item types that ``tdc_pick`` picks until no unsafe rule of that size is left.
 
-    ``supp`` (item_id) and ``inc`` (rule_id, lvl, s) are replaced by new tables (named by
-    ``fresh``) and dropped; returns the suppressed types, the rules left and the rounds taken.
-    One round picks every item the one-at-a-time greedy would pick next (see ``tdc_pick``).
+    ``supp`` (item_id) is replaced by a new table (named by ``fresh``) and dropped; ``inc``
+    (rule_id, lvl, s) is read, not changed. Returns the suppressed types and the rounds taken.
+    One round picks every type the one-at-a-time greedy would pick next (``tdc_pick``), and
+    reads only the rules of the size at hand: on 5,000 records of BMS-WebView-2 at ``--m 2``,
+    98% of the unsafe rules have 2-item qids, and each round of size 1 rewrote them all.
     """
     rounds = 0
     picks = fresh("picks")
     for lvl in range(1, max_q + 1):
+        level = fresh("level")
+        backend.materialize(level, "tdc_drop_rules", {"lvl": lvl}, {"inc": inc, "picks": supp})
         while True:
-            backend.materialize(picks, "tdc_pick", {"lvl": lvl}, {"inc": inc, "occ": occ})
+            backend.materialize(picks, "tdc_pick", {"lvl": lvl}, {"inc": level, "occ": occ})
             if not backend.scalar(exp.select(exp.func("count", exp.Star()))
                                   .from_(picks.copy())):
                 backend.drop_table(picks)
                 break
             rounds += 1
-            new_supp, new_inc = fresh("supp"), fresh("inc")
+            new_supp, new_level = fresh("supp"), fresh("level")
             backend.materialize(new_supp, "tdc_union_picks", None, {"supp": supp, "picks": picks})
-            backend.materialize(new_inc, "tdc_drop_rules", None, {"inc": inc, "picks": picks})
-            for old in (supp, inc, picks):
+            backend.materialize(new_level, "tdc_drop_rules", {"lvl": lvl},
+                                {"inc": level, "picks": picks})
+            for old in (supp, level, picks):
                 backend.drop_table(old)
-            supp, inc = new_supp, new_inc
-    return supp, inc, rounds
+            supp, level = new_supp, new_level
+        backend.drop_table(level)
+    return supp, rounds
 
 
 class TDControl:
@@ -176,9 +181,9 @@ class TDControl:
             b.materialize(inc, incidence_query(rules, self.sens, width))
             unsafe = self.count(rules)
             b.drop_table(rules)
-            supp, inc, rounds = suppress_greedy(b, self.fresh, supp, inc,
-                                                self.gen.fixed["occ"], max_q)
-            left = self.count(inc)
+            supp, rounds = suppress_greedy(b, self.fresh, supp, inc, self.gen.fixed["occ"],
+                                           max_q)
+            left = int(b.scalar("tdc_rules_left", None, {"inc": inc, "supp": supp}))
             b.drop_table(inc)
             if left:  # every rule holds a sensitive item of its own size: cannot happen
                 raise AssertionError(f"SuppressControl left {left} unsafe rule(s)")
