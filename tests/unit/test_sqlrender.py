@@ -27,7 +27,7 @@ MAIN_STATEMENTS = [
     "rho_windows", "rho_apply",
     "km_merge_costs", "km_mcmc_score", "km_mcmc_walk", "km_graph_pair_costs",
     "km_graph_components", "prho_choose", "swap_tendency", "swap_score_candidates",
-    "swap_greedy_accept", "tdc_pick", "tdc_candidates",
+    "swap_greedy_accept", "tdc_candidates",
     # the report's aggregates and the in-place plan
     "report_item_support_curve", "report_unicity", "report_item_changes", "inplace_pair_plan",
 ]

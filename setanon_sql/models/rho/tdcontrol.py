@@ -17,7 +17,7 @@ monotonic property under a generalization hierarchy". Cao et al.'s text could no
 2. SuppressControl (:meth:`TDControl.suppress_control`): count every qid of up to m items of
    the generalized table and list its unsafe rules q -> e; then, for antecedent sizes 1, 2, ...
    m in turn, suppress globally the sensitive item type in the most unsafe rules of that size
-   per occurrence it costs, until no rule of that size is left (``tdc_pick``; reconstructed
+   per occurrence it costs, until no rule of that size is left (:mod:`.tdcgreedy`; reconstructed
    score: rules removed / occurrences lost). Global suppression of s deletes exactly the
    itemsets holding s and changes no other support, so it makes no rule unsafe and the rules
    to remove are known from the one count: the greedy is a weighted set cover, run in SQL.
@@ -38,7 +38,6 @@ pass over the data is SQL. Each trial recounts the qids of the generalized table
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +48,11 @@ from setanon_sql.models.km.generalization import Generalization
 from setanon_sql.models.rho.check import CheckShape
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.qids import build_supports, col, unsafe_rules_query
+from setanon_sql.models.rho.tdcgreedy import (
+    rules_left_query,
+    signatures_query,
+    suppress_greedy,
+)
 from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 
@@ -66,54 +70,6 @@ class Outcome:
     def total(self, n_minus_1: int) -> int:
         """The information loss x (N - 1): comparable between cuts without rounding."""
         return self.generalization + self.suppressed * n_minus_1
-
-
-def incidence_query(rules: exp.Table, sens: exp.Table, width: int) -> exp.Query:
-    """(rule_id, lvl = |q|, s): each sensitive member s of each unsafe rule's X = q + {e}."""
-    parts = [exp.select(col("rule_id"), (col("size") - exp.Literal.number(1)).as_("lvl",
-                                                                                   quoted=True),
-                        col(f"x{j}").as_("s", quoted=True))
-             .from_(rules.copy())
-             .where(col(f"x{j}").isin(query=exp.select(col("item_id")).from_(sens.copy())))
-             for j in range(1, width + 1)]
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
-    return query
-
-
-def suppress_greedy(backend: Backend, fresh: Callable[[str], exp.Table], supp: exp.Table,
-                    inc: exp.Table, occ: exp.Table, max_q: int) -> tuple[exp.Table, int]:
-    """SuppressControl's greedy (step 2): for antecedent sizes 1..max_q in turn, suppress the
-    sensitive item types that ``tdc_pick`` picks until no unsafe rule of that size is left.
-
-    ``supp`` (item_id) is replaced by a new table (named by ``fresh``) and dropped; ``inc``
-    (rule_id, lvl, s) is read, not changed. Returns the suppressed types and the rounds taken.
-    One round picks every type the one-at-a-time greedy would pick next (``tdc_pick``), and
-    reads only the rules of the size at hand: on 5,000 records of BMS-WebView-2 at ``--m 2``,
-    98% of the unsafe rules have 2-item qids, and each round of size 1 rewrote them all.
-    """
-    rounds = 0
-    picks = fresh("picks")
-    for lvl in range(1, max_q + 1):
-        level = fresh("level")
-        backend.materialize(level, "tdc_drop_rules", {"lvl": lvl}, {"inc": inc, "picks": supp})
-        while True:
-            backend.materialize(picks, "tdc_pick", {"lvl": lvl}, {"inc": level, "occ": occ})
-            if not backend.scalar(exp.select(exp.func("count", exp.Star()))
-                                  .from_(picks.copy())):
-                backend.drop_table(picks)
-                break
-            rounds += 1
-            new_supp, new_level = fresh("supp"), fresh("level")
-            backend.materialize(new_supp, "tdc_union_picks", None, {"supp": supp, "picks": picks})
-            backend.materialize(new_level, "tdc_drop_rules", {"lvl": lvl},
-                                {"inc": level, "picks": picks})
-            for old in (supp, level, picks):
-                backend.drop_table(old)
-            supp, level = new_supp, new_level
-        backend.drop_table(level)
-    return supp, rounds
 
 
 class TDControl:
@@ -177,14 +133,14 @@ class TDControl:
                           {"num": self.params.rho.numerator, "den": self.params.rho.denominator})
             for table in (*levels, supx, g):
                 b.drop_table(table)
-            inc = self.fresh("inc")
-            b.materialize(inc, incidence_query(rules, self.sens, width))
+            sig = self.fresh("sig")
+            b.materialize(sig, signatures_query(rules, self.sens, width))
             unsafe = self.count(rules)
             b.drop_table(rules)
-            supp, rounds = suppress_greedy(b, self.fresh, supp, inc, self.gen.fixed["occ"],
-                                           max_q)
-            left = int(b.scalar("tdc_rules_left", None, {"inc": inc, "supp": supp}))
-            b.drop_table(inc)
+            supp, rounds = suppress_greedy(b, self.fresh, supp, sig, self.gen.fixed["occ"],
+                                           width, max_q)
+            left = int(b.scalar(rules_left_query(sig, supp, width)))
+            b.drop_table(sig)
             if left:  # every rule holds a sensitive item of its own size: cannot happen
                 raise AssertionError(f"SuppressControl left {left} unsafe rule(s)")
         generalization, suppressed = b.query("tdc_loss", None,
