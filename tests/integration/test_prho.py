@@ -12,6 +12,7 @@ import pytest
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.prho import rules as prho_rules
 from tests.conftest import write
 from tests.oracle import prho_oracle as oracle
 
@@ -118,3 +119,28 @@ def test_fewest_takes_the_sensitive_item_out(db: Backend, tmp_path: Path, choice
     assert oracle.unsafe_adversaries(original, output, constraint, Fraction(1, 2), None) == []
     if choice == "fewest":
         assert output == [frozenset({"1", "2"}), *original[1:]]
+
+
+@pytest.mark.parametrize(("seed", "m"), [(1, None), (4, 2), (11, 3)])
+def test_records_of_a_rule_from_the_levels_or_by_its_items_give_the_same_output(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
+        m: int | None) -> None:
+    """C(Q + {e}) is read from the level tables when that reads fewer rows, else found from the
+    records of the rule's rarest item (``rules.level_members_pay``): the same records, so the
+    same output, and every adversary safe."""
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 30, 8, 5))
+    original = oracle.read_fimi(source)
+    outputs = []
+    for levels in (True, False):
+        with monkeypatch.context() as patch:
+            patch.setattr(prho_rules, "level_members_pay", lambda *_, answer=levels: answer)
+            dataset = api.load_transactions(db, source, f"d{int(levels)}")
+            params: dict[str, Any] = {"rho": 0.5, "setting": "fixed", "sensitive_fraction": 0.4}
+            run = run_prho(db, dataset, seed, **(params if m is None else {**params, "m": m}))
+            outputs.append(published(db, dataset, run, tmp_path))
+            assert api.verify(db, dataset, run).ok
+    assert outputs[0] == outputs[1]
+    constraint = oracle.generated_constraint(original, "fixed", seed, 0.4, 0.01)
+    assert oracle.unsafe_adversaries(original, original, constraint, Fraction(1, 2), m)
+    assert oracle.unsafe_adversaries(original, outputs[0], constraint, Fraction(1, 2), m) == []

@@ -9,13 +9,14 @@ records containing Q are joined with E to keep the rules someone must be protect
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint, md5_text
+from setanon_sql.models.rho.incremental import member_level_query, pivot_query
 from setanon_sql.models.rho.qids import (
     build_supports,
     col,
@@ -76,11 +77,13 @@ def _relevant_ids(backend: Backend, constraint: Constraint, rules: exp.Table,
 
 def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Constraint,
                 conseq: exp.Table, olevels: list[exp.Table], width: int, max_q: int,
-                rho: Fraction, target: exp.Table) -> None:
+                rho: Fraction, target: exp.Table, keep_levels: bool = False) -> list[exp.Table]:
     """``target`` = every sensitive rule of D' (|Q| <= max_q) with conf > ρ.
 
     ``olevels`` (the original records' itemsets up to max_q) are needed only when E_u differs
-    between records.
+    between records. ``keep_levels``: return the level tables of D' (every (record, k-itemset),
+    :func:`build_supports`) for :func:`suppress` to read C(Q + {e}) from; the caller drops
+    them. Otherwise they are dropped and the list is empty.
     """
     levels, supx = build_supports(backend, table, cur, width)
     query = unsafe_rules_query(supx, conseq, None, width, max_q)
@@ -95,8 +98,12 @@ def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Co
         backend.materialize(target, "prho_rules_from_ids", tables={"rules": every, "ids": ids})
         backend.drop_table(ids)
         backend.drop_table(every)
-    for level in (*levels, supx):
+    backend.drop_table(supx)
+    if keep_levels:
+        return levels
+    for level in levels:
         backend.drop_table(level)
+    return []
 
 
 def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.Table,
@@ -139,15 +146,41 @@ def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.
                .group_by(col("rule_id", "k"), col("rnk", "k"), col("size", "k"),
                          col("record_id", "k"))
                .having(exp.func("count", exp.Star()).eq(col("size", "k"))))
+    return _hashed(backend, matched), ritems
+
+
+def _hashed(backend: Backend, matched: exp.Query) -> exp.Select:
+    """(rule_id, rnk, record_id, hkey) of the (rule_id, rnk, record_id) rows of ``matched``."""
     hkey = backend.binary_sort_key(md5_text(placeholder("seed"), placeholder("round"),
                                             col("rule_id"), col("record_id")))
     return exp.select(col("rule_id"), col("rnk"), col("record_id"),
-                      hkey.as_("hkey", quoted=True)).from_(matched.subquery("m")), ritems
+                      hkey.as_("hkey", quoted=True)).from_(matched.subquery("m"))
+
+
+def level_members_pay(backend: Backend, chosen: exp.Table, istat: exp.Table,
+                      levels: Sequence[exp.Table], width: int) -> bool:
+    """Whether reading C(Q + {e}) from the level tables reads fewer rows than expanding each
+    rule by the records of its rarest item (:func:`members_query`).
+
+    On 200,000 Quest records at ``--m 3`` (fixed, 40% sensitive, ρ = 0.7) the first round has
+    48.3M rules above ρ; expanding them by their rarest items spilled over 70 GB and failed
+    with the disk full, while the level tables hold every (record, itemset) once. The rho
+    model makes the same choice (:meth:`..rho.suppressor.Suppressor._members`).
+    """
+    if not levels:
+        return False
+    by_pivot = backend.scalar(exp.select(exp.func("coalesce", exp.func("sum", col("n")),
+                                                  exp.Literal.number(0)))
+                              .from_(pivot_query(chosen, istat, width).subquery("p")))
+    level_rows = sum(int(backend.scalar("prho_count_rows", tables={"t": level}))
+                     for level in levels[1:])
+    return int(by_pivot) > level_rows
 
 
 def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table,
              rules: exp.Table, width: int, rho: Fraction, seed: int, round_no: int,
-             target: exp.Table, choice: str = "paper") -> int:
+             target: exp.Table, choice: str = "paper",
+             levels: Sequence[exp.Table] = ()) -> int:
     """``target`` = D' after one pass over ``rules``; returns the occurrences suppressed.
 
     For every rule: d = arg max F (eq. 8: D'(d) log(D'(d)/D(d)) / N_s(d)), N = N_s(d) (eq. 7),
@@ -157,6 +190,8 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     several confidences). A rule waits for the next pass when a rule of higher rank would
     suppress one of its items from one of its records (:func:`.blocked_rules_query`), so the
     rules done together act as if taken one after the other with l.11's re-check.
+    ``levels``: the level tables of ``cur`` (:func:`exact_rules`), read for C(Q + {e}) where
+    that reads fewer rows (:func:`level_members_pay`); the same records either way.
     """
     istat = fresh(backend, table, "istat")
     backend.materialize(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
@@ -166,7 +201,13 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     backend.materialize(chosen, "prho_choose", {"choice": choice},
                         {"cand": cand, "istat": istat, "rules": rules})
     members = fresh(backend, table, "members")
-    query, ritems = members_query(backend, table, chosen, cur, istat, width)
+    work: list[exp.Table] = []
+    if level_members_pay(backend, chosen, istat, levels, width):
+        # cur is the table the levels were counted from: no occurrence is gone since.
+        query = _hashed(backend, member_level_query(chosen, list(levels), None, width))
+    else:
+        query, ritems = members_query(backend, table, chosen, cur, istat, width)
+        work.append(ritems)
     backend.materialize(members, query, {"seed": seed, "round": round_no})
     picks = fresh(backend, table, "picks")
     backend.materialize(picks, "prho_picks", {"shared": int(choice == "fewest")},
@@ -177,6 +218,6 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     backend.materialize(dels, admitted_picks_query(picks, blocked))
     backend.materialize(target, "rho_apply", tables={"cur": cur, "dels": dels})
     count = int(backend.scalar("prho_count_rows", tables={"t": dels}))
-    for work in (istat, cand, chosen, ritems, members, picks, blocked, dels):
-        backend.drop_table(work)
+    for done in (istat, cand, chosen, *work, members, picks, blocked, dels):
+        backend.drop_table(done)
     return count

@@ -39,18 +39,22 @@ def run_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
     for round_no in range(1, 10**9):
         started = time.perf_counter()
         rules = fresh(backend, table, "rules")
-        exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,
-                    chosen.rho, rules)
+        levels = exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width,
+                             shape.max_q, chosen.rho, rules, keep_levels=True)
         n_rules = int(backend.scalar("prho_count_rows", tables={"t": rules}))
         first_rules = first_rules if round_no > 1 else n_rules
         report_shrinking("search", "sensitive rules above rho", first_rules, n_rules, round_no)
         if n_rules == 0:
+            for level in levels:
+                backend.drop_table(level)
             history.append({"round": round_no, "unsafe_rules": 0,
                             "seconds": round(time.perf_counter() - started, 3)})
             break
         following = fresh(backend, table, f"cur{round_no % 2}")
         count = suppress(backend, table, cur, istat0, rules, shape.width, chosen.rho,
-                         context.seed or 0, round_no, following, chosen.choice)
+                         context.seed or 0, round_no, following, chosen.choice, levels)
+        for level in levels:
+            backend.drop_table(level)
         if count == 0:
             raise RuntimeError(f"round {round_no} suppressed nothing although {n_rules} "
                                "sensitive rules are above rho")

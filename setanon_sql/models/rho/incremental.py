@@ -227,7 +227,7 @@ def gone_query(first_level: exp.Table, cur: exp.Table) -> exp.Select:
             .from_(with_alias(first_level, "l")).where(exp.not_(exp.Exists(this=kept))))
 
 
-def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Table,
+def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Table | None,
                        width: int) -> exp.Select:
     """(rule_id, rnk, x1..x_width, record_id): C(X) of each chosen rule, read from the stage's
     level tables (``levels[k - 1]`` holds every (record, k-itemset) at the last full count, the
@@ -236,7 +236,8 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
     Records only lose items within a stage, so a record holds X now iff it held X then and has
     lost none of X's items since (``gone``, :func:`gone_query`: small, a few anti-joins). In the
     first rounds of a stage (1.4M chosen rules on the whole BMS-WebView-1) one scan of the
-    levels costs less than expanding every rule by the records of its rarest item.
+    levels costs less than expanding every rule by the records of its rarest item. ``gone``
+    None: nothing was suppressed since the levels were counted.
     """
     parts: list[exp.Select] = []
     for k in range(2, width + 1):
@@ -246,7 +247,7 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
                                     .from_(with_alias(gone, "g")).where(exp.and_(
                                         col("record_id", "g").eq(col("record_id", "l")),
                                         col("item_id", "g").eq(col(x, "l"))))))
-                for x in xs(k)]
+                for x in xs(k)] if gone is not None else []
         parts.append(
             exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
                        col("record_id", "l"))
