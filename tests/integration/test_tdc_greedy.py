@@ -103,36 +103,10 @@ def test_rounds_pick_what_the_one_at_a_time_greedy_picks(db: Backend, seed: int)
     db.materialize(supp, exp.select(exp.column("item_id")).from_(occ_table.copy())
                    .where(exp.false()))
     names = count(1)
-    supp, rounds, complete = suppress_greedy(
-        db, lambda purpose: db.table(f"t_{purpose}{next(names)}"), supp, sig, occ_table, WIDTH, 3)
-    assert complete
+    supp, rounds = suppress_greedy(db, lambda purpose: db.table(f"t_{purpose}{next(names)}"),
+                                   supp, sig, occ_table, WIDTH, 3)
     expected = one_at_a_time(inc_rows, occ, 3)
     assert sorted(s for (s,) in db.query(exp.select("item_id").from_(supp))) == sorted(expected)
     assert db.scalar(rules_left_query(sig, supp, WIDTH)) == 0
     # Batched: fewer rounds than picks (the scores of these cases always allow some batching).
     assert 0 < rounds < len(expected)
-
-
-@pytest.mark.parametrize("seed", [1, 2])
-def test_a_limit_stops_the_greedy_with_part_of_its_picks(db: Backend, seed: int) -> None:
-    """With ``limit``, the greedy stops in the round whose picks reach that many occurrences:
-    what it returns is part of the complete result and reaches the limit."""
-    inc_rows, occ = random_case(seed)
-    expected = one_at_a_time(inc_rows, occ, 3)
-    limit = sum(occ[s] for s in expected) // 2
-    rules = values_table(db, "t_rules", ("x1", "x2", "x3", "x4", "size"), rules_rows(inc_rows))
-    sens = values_table(db, "t_sens", ("item_id",), [(s,) for s in sorted(occ)])
-    sig = db.table("t_sig")
-    db.materialize(sig, signatures_query(rules, sens, WIDTH))
-    occ_table = values_table(db, "t_occ", ("item_id", "n"), sorted(occ.items()))
-    supp = db.table("t_supp0")
-    db.materialize(supp, exp.select(exp.column("item_id")).from_(occ_table.copy())
-                   .where(exp.false()))
-    names = count(1)
-    supp, _, complete = suppress_greedy(
-        db, lambda purpose: db.table(f"t_{purpose}{next(names)}"), supp, sig, occ_table, WIDTH, 3,
-        limit)
-    picked = {s for (s,) in db.query(exp.select("item_id").from_(supp))}
-    assert not complete
-    assert picked < set(expected)
-    assert sum(occ[s] for s in picked) >= limit

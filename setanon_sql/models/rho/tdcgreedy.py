@@ -181,59 +181,42 @@ def rules_left_query(sig: exp.Table, supp: exp.Table, width: int) -> exp.Select:
 
 
 def suppress_greedy(backend: Backend, fresh: Callable[[str], exp.Table], supp: exp.Table,
-                    sig: exp.Table, occ: exp.Table, width: int, max_q: int,
-                    limit: int | None = None) -> tuple[exp.Table, int, bool]:
+                    sig: exp.Table, occ: exp.Table, width: int, max_q: int
+                    ) -> tuple[exp.Table, int]:
     """The greedy over the signatures ``sig`` (:func:`signatures_query`, read, not changed):
     the suppressed types, added to ``supp`` (item_id; replaced by a new table named by
-    ``fresh``, and dropped), the rounds taken, and whether it ran to the end.
-
-    ``limit``: stop as soon as the types picked hold at least this many occurrences (``occ``)
-    -- the caller has no use for a result that suppresses that much (a trial of TDControl that
-    can no longer beat the best cut). Suppression only grows round by round, so the types
-    picked by then are a subset of the complete result.
+    ``fresh``, and dropped), and the rounds taken.
 
     Each size works on its own signatures: a round reads and rewrites only those (on 5,000
     records of BMS-WebView-2 at ``--m 2``, 98% of the unsafe rules have 2-item qids, and each
     round of size 1 rewrote them all); the larger ones lose those holding a suppressed type
     when their size's turn comes.
     """
-    rounds = suppressed = 0
+    rounds = 0
     picks = fresh("picks")
     # Two level tables, used in turn, so each round's statements are built once per call
     # (building the pick query took about 9 ms, a sixth of a round on BMS-WebView-2).
     levels = (fresh("level"), fresh("level"))
     pick = {t.name: pick_query(t, occ, width) for t in levels}
     rest = {t.name: level_query(t, picks, width) for t in levels}
-    picked = (exp.select(exp.func("count", exp.Star()),
-                         exp.func("coalesce", exp.func("sum", col("n", "o")),
-                                  exp.Literal.number(0)))
-              .from_(with_alias(picks, "p"))
-              .join(with_alias(occ, "o"), on=col("item_id", "o").eq(col("item_id", "p"))))
     for lvl in range(1, max_q + 1):
         at = {"lvl": lvl}
         level, following = levels
         backend.materialize(level, level_query(sig, supp, width), at)
         while True:
             backend.materialize(picks, pick[level.name].copy(), at)
-            types, occurrences = backend.query(picked.copy())[0]
-            if not types:
+            if not backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                  .from_(picks.copy())):
                 backend.drop_table(picks)
                 break
             rounds += 1
-            suppressed += int(occurrences)
             new_supp = fresh("supp")
             backend.materialize(new_supp, exp.union(
                 exp.select(col("item_id")).from_(supp.copy()),
                 exp.select(col("item_id")).from_(picks.copy()), distinct=True))
-            backend.drop_table(supp)
-            supp = new_supp
-            if limit is not None and suppressed >= limit:
-                backend.drop_table(picks)
-                backend.drop_table(level)
-                return supp, rounds, False
             backend.materialize(following, rest[level.name].copy(), at)
-            backend.drop_table(level)
-            backend.drop_table(picks)
-            level, following = following, level
+            for old in (supp, level, picks):
+                backend.drop_table(old)
+            supp, level, following = new_supp, following, level
         backend.drop_table(level)
-    return supp, rounds, True
+    return supp, rounds

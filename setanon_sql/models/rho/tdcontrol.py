@@ -66,7 +66,6 @@ class Outcome:
     suppressed: int  # occurrences of the suppressed sensitive types
     unsafe_rules: int  # unsafe rules of the generalized table before suppression
     rounds: int
-    complete: bool = True  # False: stopped once the loss could no longer beat the best cut
 
     def total(self, n_minus_1: int) -> int:
         """The information loss x (N - 1): comparable between cuts without rounding."""
@@ -117,25 +116,14 @@ class TDControl:
         self.n_minus_1 = max(int(row[0][3] or 0) - 1, 1)
         return cut
 
-    def suppress_control(self, cut: exp.Table, beat: int | None = None) -> Outcome:
-        """Step 2: the sensitive types to suppress globally so that ``cut`` is ρ-uncertain.
-
-        ``beat``: the loss (:meth:`Outcome.total`) of the best cut so far. A cut keeps its
-        generalization loss whatever SuppressControl suppresses, and suppression only grows
-        round by round, so the greedy stops once the cut can no longer come in under ``beat``
-        (an incomplete outcome, whose loss is already too high: the same decisions as running
-        it to the end).
-        """
+    def suppress_control(self, cut: exp.Table) -> Outcome:
+        """Step 2: the sensitive types to suppress globally so that ``cut`` is ρ-uncertain."""
         b, width, max_q = self.b, self.shape.width, self.shape.max_q
         supp = self.fresh("supp")
         b.materialize(supp, exp.select(col("item_id")).from_(self.sens.copy())
                       .where(exp.false()))
-        generalization = int(b.query("tdc_loss", None,
-                                     {"cut": cut, "supp": supp, **self.bound})[0][0])
-        limit = None if beat is None else max(0, -(-(beat - generalization) // self.n_minus_1))
         unsafe = rounds = 0
-        complete = limit != 0
-        if width >= 2 and complete:
+        if width >= 2:
             g = self.table("g")
             b.materialize(g, "tdc_generalized", {"offset": self.offset},
                           {"items": self.items, "cut": cut, "sens": self.sens})
@@ -149,14 +137,15 @@ class TDControl:
             b.materialize(sig, signatures_query(rules, self.sens, width))
             unsafe = self.count(rules)
             b.drop_table(rules)
-            supp, rounds, complete = suppress_greedy(b, self.fresh, supp, sig,
-                                                     self.gen.fixed["occ"], width, max_q, limit)
-            left = int(b.scalar(rules_left_query(sig, supp, width))) if complete else 0
+            supp, rounds = suppress_greedy(b, self.fresh, supp, sig, self.gen.fixed["occ"],
+                                           width, max_q)
+            left = int(b.scalar(rules_left_query(sig, supp, width)))
             b.drop_table(sig)
             if left:  # every rule holds a sensitive item of its own size: cannot happen
                 raise AssertionError(f"SuppressControl left {left} unsafe rule(s)")
-        suppressed = int(b.query("tdc_loss", None, {"cut": cut, "supp": supp, **self.bound})[0][1])
-        return Outcome(supp, generalization, suppressed, unsafe, rounds, complete)
+        generalization, suppressed = b.query("tdc_loss", None,
+                                             {"cut": cut, "supp": supp, **self.bound})[0]
+        return Outcome(supp, int(generalization), int(suppressed), unsafe, rounds)
 
     def search(self) -> tuple[exp.Table, Outcome, dict[str, Any]]:
         """Steps 1-4: the final cut, its SuppressControl outcome and the search's figures."""
@@ -177,7 +166,7 @@ class TDControl:
             trial = self.fresh("cut")
             b.materialize(trial, "tdc_specialize", {"node_id": node, "depth": depth},
                           {"cut": cut, "anc": self.gen.fixed["anc"]})
-            outcome = self.suppress_control(trial, best.total(self.n_minus_1))
+            outcome = self.suppress_control(trial)
             trials += 1
             keep = outcome.total(self.n_minus_1) < best.total(self.n_minus_1)
             if keep:
@@ -191,8 +180,6 @@ class TDControl:
                 b.drop_table(outcome.supp)
             history.append({"node": node, "depth": depth, "kept": keep,
                             "loss": round(outcome.total(self.n_minus_1) / self.n_minus_1, 2),
-                            # False: stopped early, "loss" is a lower bound above the best
-                            "complete": outcome.complete,
                             "seconds": round(time.monotonic() - started, 2)})
             report("search", f"trial {trials}: node {node} (depth {depth}) "
                              f"{'kept' if keep else 'rejected'}; {accepted} kept")
