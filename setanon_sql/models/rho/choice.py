@@ -38,25 +38,21 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from setanon_sql.models.rho.qids import col, placeholder
+from setanon_sql.models.rho.qids import as_double, col, placeholder
 from setanon_sql.models.rho.suppression import suppression_number
 from setanon_sql.sqlrender import with_alias
-
-
-def _double(value: exp.Expr) -> exp.Cast:
-    return exp.cast(value, "DOUBLE PRECISION")
 
 
 def _score(heuristic: str, item: str, k: exp.Expr) -> exp.Expr:
     """h of a candidate whose item statistics are the join ``item``: larger is better."""
     n, n0 = col("n", item), col("n0", item)
     if heuristic == "mine":
-        return exp.Neg(this=exp.paren(exp.Div(this=_double(n), expression=n0))) * k
+        return exp.Neg(this=exp.paren(exp.Div(this=as_double(n), expression=n0))) * k
     if heuristic != "dist":
         raise ValueError(f"no item choice for heuristic {heuristic!r}")
     # sqlglot writes a Div as it is nested, without parentheses: a / b / (c / d) needs them.
-    share = exp.paren(exp.Div(this=_double(n), expression=col("n", "t")))
-    share0 = exp.paren(exp.Div(this=_double(n0), expression=col("n0", "t")))
+    share = exp.paren(exp.Div(this=as_double(n), expression=col("n", "t")))
+    share0 = exp.paren(exp.Div(this=as_double(n0), expression=col("n0", "t")))
     return exp.Div(this=share * exp.func("ln", exp.Div(this=share.copy(), expression=share0)),
                    expression=k)
 

@@ -30,6 +30,11 @@ def placeholder(name: str) -> exp.Placeholder:
     return exp.Placeholder(this=name)
 
 
+def as_double(value: exp.Expr) -> exp.Cast:
+    """``value`` as a float, so an integer division in SQL keeps its fraction."""
+    return exp.cast(value, "DOUBLE PRECISION")
+
+
 def xs(width: int) -> list[str]:
     return [f"x{j}" for j in range(1, width + 1)]
 

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, placeholder
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.models.rho.qids import as_double, col, placeholder
+from setanon_sql.sqlrender import identifier, with_alias
 
 # Above every rank: the rank of an empty signature column.
 NO_RANK = 2**62
@@ -54,30 +54,21 @@ def signatures_query(rules: exp.Table, sens: exp.Table, width: int) -> exp.Selec
             .from_(per_rule.subquery("r")).group_by(*(k.copy() for k in keys)))
 
 
-def _types(sig: exp.Table, width: int, extra: list[str]) -> exp.Query:
-    """(s, w, *extra): one row per non-empty column of every signature of size :lvl."""
-    parts = [exp.select(col(s).as_("s", quoted=True), col("w"), *(col(e) for e in extra))
-             .from_(sig.copy())
-             .where(exp.and_(col("lvl").eq(placeholder("lvl")),
-                             col(s).neq(exp.Literal.number(0))))
-             for s in signature_columns(width)]
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
-    return query
+def _per_type(source: exp.Table, width: int, carried: str, of_size: bool) -> exp.Union:
+    """(s, ``carried``): one row per non-empty column s_j of every signature of ``source``
+    (only those of size :lvl if ``of_size``). Signatures have at least 2 columns: X = q + {e}."""
+    def column(s: str) -> exp.Select:
+        filled = col(s).neq(exp.Literal.number(0))
+        return (exp.select(col(s).as_("s", quoted=True), col(carried)).from_(source.copy())
+                .where(exp.and_(col("lvl").eq(placeholder("lvl")), filled) if of_size
+                       else filled))
 
-
-def _double(value: exp.Expr) -> exp.Cast:
-    return exp.cast(value, "DOUBLE PRECISION")
-
-
-def _name(name: str) -> exp.Identifier:
-    return exp.to_identifier(name, quoted=True)
+    return exp.union(*(column(s) for s in signature_columns(width)), distinct=False)
 
 
 def _cte(name: str, alias: str | None = None) -> exp.Table:
     """A reference to the common table expression ``name`` (quoted, as every identifier)."""
-    table = exp.Table(this=exp.to_identifier(name, quoted=True))
+    table = exp.Table(this=identifier(name))
     return with_alias(table, alias) if alias else table
 
 
@@ -104,10 +95,10 @@ def pick_query(sig: exp.Table, occ: exp.Table, width: int) -> exp.Select:
     columns = signature_columns(width)
     score = (exp.select(col("s", "t"), exp.func("sum", col("w", "t")).as_("nr", quoted=True),
                         exp.func("min", col("n", "o")).as_("n", quoted=True))
-             .from_(_types(sig, width, []).subquery("t"))
+             .from_(_per_type(sig, width, "w", of_size=True).subquery("t"))
              .join(with_alias(occ, "o"), on=col("item_id", "o").eq(col("s", "t")))
              .group_by(col("s", "t")))
-    ratio = exp.Div(this=_double(col("nr")), expression=col("n"))
+    ratio = exp.Div(this=as_double(col("nr")), expression=col("n"))
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
         exp.Ordered(this=ratio.copy(), desc=True), exp.Ordered(this=col("s"))]))
     ranked = exp.select(col("s"), col("n"), ratio.as_("score", quoted=True),
@@ -125,14 +116,10 @@ def pick_query(sig: exp.Table, occ: exp.Table, width: int) -> exp.Select:
     own = (exp.select(col("head").as_("rk", quoted=True),
                       exp.func("sum", col("w")).as_("nr", quoted=True))
            .from_(_cte("headed")).group_by(col("head")))
-    head_parts = [exp.select(col(s).as_("s", quoted=True), col("head")).from_(_cte("headed"))
-                  .where(col(s).neq(exp.Literal.number(0))) for s in columns]
-    heads_union: exp.Query = head_parts[0]
-    for part in head_parts[1:]:
-        heads_union = exp.union(heads_union, part, distinct=False)
     tops = (exp.select(col("s"), exp.func("min", col("head")).as_("top", quoted=True))
-            .from_(heads_union.subquery("h")).group_by(col("s")))
-    own_ratio = exp.Div(this=_double(col("nr", "o")), expression=col("n", "a"))
+            .from_(_per_type(_cte("headed"), width, "head", of_size=False).subquery("h"))
+            .group_by(col("s")))
+    own_ratio = exp.Div(this=as_double(col("nr", "o")), expression=col("n", "a"))
     stays_ahead = exp.or_(own_ratio > col("score", "b"),
                           exp.and_(own_ratio.copy().eq(col("score", "b")),
                                    col("s", "a") < col("s", "b")))
@@ -150,9 +137,9 @@ def pick_query(sig: exp.Table, occ: exp.Table, width: int) -> exp.Select:
             .from_(_cte("ranked", "r"))
             .join(_cte("tops", "t"), on=col("s", "t").eq(col("s", "r")))
             .where(exp.or_(col("top", "t").eq(col("rk", "r")), col("rk", "r") < first_fail))
-            .with_(_name("score"), as_=score).with_(_name("ranked"), as_=ranked)
-            .with_(_name("headed"), as_=headed).with_(_name("own"), as_=own)
-            .with_(_name("tops"), as_=tops).with_(_name("fails"), as_=fails))
+            .with_(identifier("score"), as_=score).with_(identifier("ranked"), as_=ranked)
+            .with_(identifier("headed"), as_=headed).with_(identifier("own"), as_=own)
+            .with_(identifier("tops"), as_=tops).with_(identifier("fails"), as_=fails))
 
 
 def _holds_none(sig: exp.Table, types: exp.Table, width: int) -> exp.Expr:
@@ -167,7 +154,7 @@ def _holds_none(sig: exp.Table, types: exp.Table, width: int) -> exp.Expr:
 
 def level_query(sig: exp.Table, picks: exp.Table, width: int) -> exp.Select:
     """The signatures of size :lvl holding none of the types in ``picks``."""
-    return (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("g", quoted=True)))
+    return (exp.select(exp.Column(this=exp.Star(), table=identifier("g")))
             .from_(with_alias(sig, "g"))
             .where(exp.and_(col("lvl", "g").eq(placeholder("lvl")),
                             _holds_none(sig, picks, width))))
