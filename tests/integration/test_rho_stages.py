@@ -129,3 +129,33 @@ def test_a_first_stage_out_of_reach_suggests_shorter_records(
     with pytest.raises(UsageError, match=r"qids of 1 items would .*use the records with at "
                                          r"most 5 items"):
         check.check_stage(db, items, sens, 2, 1, 1)
+
+
+@pytest.mark.parametrize("heuristic", ["mine", "dist"])
+@pytest.mark.parametrize("seed", [31, 32])
+def test_rules_of_one_holder_collapsed_or_ranked_in_full_give_the_same_output(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, heuristic: str,
+        seed: int) -> None:
+    """The rules held by one record that choose the same item, collapsed to one per (record,
+    item) or ranked in full: one output, every round (``collapsed_rules``). The settling bound
+    is lowered so that these small rounds collapse; a round that collapses is not settled, as
+    a round ranked in full holding back that many rules is not either."""
+    source = write(tmp_path / "in.dat", random_baskets(random.Random(seed), 60, 30, 9))
+    dataset = api.load_transactions(db, source, "d")
+    monkeypatch.setattr(suppressor, "SETTLE_MAX_BLOCKED", 3)
+    outputs, histories = [], []
+    for collapse in (True, False):
+        monkeypatch.setattr(suppressor, "COLLAPSE_ONE_HOLDER_RULES", collapse)
+        api.anonymize(db, dataset, RHO, {"rho": 0.6, "sensitive_fraction": 0.4, "m": 3,
+                                         "heuristic": heuristic}, seed=seed)
+        run = api.get_run(db, dataset, "latest")
+        outputs.append(published(db, dataset, run, tmp_path))
+        histories.append([(e.get("suppressed"), e.get("settle_steps"))
+                          for e in run.figures["history"]])
+        collapsed = [e.get("rules_collapsed", 0) for e in run.figures["history"]]
+        assert (max(collapsed) > 3) == collapse, collapsed
+        assert run.figures["support_mismatches"] == 0
+    assert outputs[0] == outputs[1]
+    assert histories[0] == histories[1]
+    sensitive = sensitive_labels(db, dataset, run)
+    assert oracle.unsafe_rules(outputs[0], sensitive, Fraction("0.6"), m=3) == []

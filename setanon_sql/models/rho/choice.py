@@ -82,9 +82,9 @@ def _beats(mine: Sequence[Key], other: Sequence[Key], larger: Sequence[bool]) ->
 
 
 def scores_query(rules: exp.Table, istat: exp.Table, width: int, heuristic: str) -> exp.Select:
-    """(rule_id, d0..d_{width-1}, k0, kq, h0..h_{width-1}) for every unsafe rule of buffer
-    ``:w``: its candidates d0 = e and d_p = q_p (0 where q has fewer items), N_s of e (k0) and
-    of an item of q (kq), and each candidate's score h_p. Needs :w, :num, :den.
+    """(rule_id, part, sx, xrec, d0..d_{width-1}, k0, kq, h0..h_{width-1}) for every unsafe
+    rule of buffer ``:w``: its candidates d0 = e and d_p = q_p (0 where q has fewer items), N_s
+    of e (k0) and of an item of q (kq), and each candidate's score h_p. Needs :w, :num, :den.
 
     A table of its own: inlined into :func:`chosen_query`, PostgreSQL put the whole score
     expression in place of every comparison that names it (about 40 evaluations per rule at
@@ -100,9 +100,11 @@ def scores_query(rules: exp.Table, istat: exp.Table, width: int, heuristic: str)
     # k0 and kq are computed from the rule's supports in an inner select, so the scores can
     # name them.
     with_k = (exp.select(col("rule_id"), col("part"), col("e"),
-                         *(col(f"q{p}") for p in range(1, width)), k_e, k_q)
+                         *(col(f"q{p}") for p in range(1, width)), col("sx"), col("xrec"),
+                         k_e, k_q)
               .from_(rules.copy()).where(col("w").eq(placeholder("w"))))
-    scored = (exp.select(col("rule_id", "r"),
+    scored = (exp.select(col("rule_id", "r"), col("part", "r"), col("sx", "r"),
+                         col("xrec", "r"),
                          *(item.copy().as_(f"d{p}", quoted=True) for p, item in enumerate(items)),
                          col("k0", "r"), col("kq", "r"), *scores)
               .from_(with_k.subquery("r")))
@@ -119,12 +121,16 @@ def scores_query(rules: exp.Table, istat: exp.Table, width: int, heuristic: str)
     return scored
 
 
-def chosen_query(scores: exp.Table, rules: exp.Table, width: int) -> exp.Select:
+def chosen_query(scores: exp.Table, rules: exp.Table, width: int,
+                 collapse: bool = False) -> exp.Select:
     """(d, k, h, rnk, the rule's columns) for every rule in ``scores`` (:func:`scores_query`):
     its best item type d, k = N_s(d), the score h and the rule's priority rnk (1 first).
 
     The order of a rule's candidates is (h descending, k, e before an item of q, d): the
     candidate taken is the one that comes before every other candidate of the rule.
+
+    ``collapse``: of the rules of one known holder (sx = 1, ``xrec`` not NULL) that choose the
+    same d, only the first (the least rule_id) is kept; see :func:`collapsed_rules`.
     """
     positions = range(width)  # 0: e; p >= 1: q_p
 
@@ -150,7 +156,8 @@ def chosen_query(scores: exp.Table, rules: exp.Table, width: int) -> exp.Select:
 
     best = exp.Case(ifs=[exp.If(this=taken(p), true=exp.Literal.number(p))
                          for p in positions[:-1]], default=exp.Literal.number(width - 1))
-    picked = exp.select(col("rule_id", "s"), *(col(f"d{p}", "s") for p in positions),
+    picked = exp.select(col("rule_id", "s"), col("part", "s"), col("sx", "s"), col("xrec", "s"),
+                        *(col(f"d{p}", "s") for p in positions),
                         *(col(f"h{p}", "s") for p in positions), col("k0", "s"), col("kq", "s"),
                         best.as_("best", quoted=True)).from_(with_alias(scores, "s"))
 
@@ -161,9 +168,11 @@ def chosen_query(scores: exp.Table, rules: exp.Table, width: int) -> exp.Select:
 
     k = exp.Case(ifs=[exp.If(this=col("best", "b").eq(exp.Literal.number(0)),
                              true=col("k0", "b"))], default=col("kq", "b"))
-    choice = exp.select(col("rule_id", "b"), at_best("d").as_("d", quoted=True),
-                        k.as_("k", quoted=True), at_best("h").as_("h", quoted=True)
-                        ).from_(picked.subquery("b"))
+    choice = exp.select(col("rule_id", "b"), col("part", "b"), col("sx", "b"), col("xrec", "b"),
+                        at_best("d").as_("d", quoted=True), k.as_("k", quoted=True),
+                        at_best("h").as_("h", quoted=True)).from_(picked.subquery("b"))
+    if collapse:
+        choice = collapsed_rules(choice)
     rank = exp.Window(this=exp.RowNumber(), order=exp.Order(expressions=[
         exp.Ordered(this=col("h"), desc=True), exp.Ordered(this=col("k")),
         exp.Ordered(this=col("d")), exp.Ordered(this=col("rule_id"))]))
@@ -175,3 +184,27 @@ def chosen_query(scores: exp.Table, rules: exp.Table, width: int) -> exp.Select:
             .from_(ranked.subquery("b"))
             .join(with_alias(rules, "r"), on=col("rule_id", "r").eq(col("rule_id", "b"))))
 
+
+
+def collapsed_rules(choice: exp.Select) -> exp.Select:
+    """(rule_id, d, k, h): ``choice``'s rules (rule_id, part, sx, xrec, d, k, h), where of the
+    rules held by one known record (sx = 1, ``xrec``) that choose the same d only the one of
+    least rule_id is left.
+
+    Why it changes nothing: such a rule's only member is its holder r, so it picks (r, d) (k = 1,
+    as sup(q + {e}) = 1). Every rule of the group has the same h and k (both depend on d and k
+    only), so they rank by rule_id, and each but the first is held back in the round by the
+    first one's pick (r, d), an item of its X on its record
+    (:func:`.suppression.blocked_rules_query`); its own pick, (r, d) again, ranks behind the
+    first's, so it holds back no other rule. The admitted picks are the same; only settling
+    (which could admit a held-back rule of the group) would differ, and the caller settles no
+    round it collapses. On 200k Quest records at ``--m 3`` the first round of qids of 3 items
+    has 23.7M unsafe rules, nearly all of one record each (BENCHMARKS.md, rho).
+    """
+    one = exp.and_(col("sx").eq(exp.Literal.number(1)), exp.not_(col("xrec").is_(exp.null())))
+    holder = exp.Case(ifs=[exp.If(this=one, true=col("xrec"))])
+    alone = exp.Case(ifs=[exp.If(this=one.copy(), true=exp.null())], default=col("rule_id"))
+    return (exp.select(exp.func("min", col("rule_id")).as_("rule_id", quoted=True), col("d"),
+                       col("k"), col("h"))
+            .from_(choice.subquery("g"))
+            .group_by(col("part"), holder, alone, col("d"), col("k"), col("h")))

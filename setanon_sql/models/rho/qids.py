@@ -110,11 +110,14 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
 
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
                        j: int, max_q: int, x_source: exp.Expr | None = None,
-                       y_source: exp.Expr | None = None) -> exp.Select:
+                       y_source: exp.Expr | None = None, counted: bool = True) -> exp.Select:
     """Rules whose consequent e is the j-th item of X; q is X without it.
 
     X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both
     from ``supx``; :mod:`.incremental` passes the itemsets a round changed instead.
+    ``counted``: the supports were just counted in full, so X's ``first_rec`` is the record
+    holding X when sup(X) = 1 (column ``xrec``, :func:`.choice.chosen_query`); otherwise
+    ``xrec`` is NULL (after a subtraction the first record may no longer hold X).
     """
     q_source = [f"x{p}" for p in range(1, width + 1) if p != j]
     on_q = [col("part", "y").eq(col("part", "x"))]
@@ -127,7 +130,9 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
                         col("size", "x"), col("n", "x").as_("sx", quoted=True),
                         col("n", "y").as_("sq", quoted=True),
                         (col("w", "v") if win is not None else exp.Literal.number(0))
-                        .as_("w", quoted=True))
+                        .as_("w", quoted=True),
+                        (col("first_rec", "x") if counted
+                         else exp.cast(exp.null(), "BIGINT")).as_("xrec", quoted=True))
              .from_(x_source or with_alias(supx, "x"))
              .join(with_alias(sens, "s"), on=col("item_id", "s").eq(col(f"x{j}", "x")))
              .join(y_source or with_alias(supx, "y"), on=exp.and_(*on_q)))
@@ -151,7 +156,8 @@ def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     """Every unsafe rule q -> e with |q| <= max_q, numbered by (part, e, X).
 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
-    sq = sup(q), w (the qid buffer of q; 0 without ``win``). Needs ``:num`` and ``:den``.
+    sq = sup(q), w (the qid buffer of q; 0 without ``win``), xrec (the record holding X when
+    sx = 1, :func:`rules_for_position`). Needs ``:num`` and ``:den``.
     """
     return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q), width)
 

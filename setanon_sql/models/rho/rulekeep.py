@@ -6,7 +6,8 @@ old one without the rules whose X or q changed, plus the rules, unsafe now, whos
 (see :func:`kept_rules_query`: a few scans of the support table with a small hash table, where
 the full recomputation joined it with itself).
 Renumbered by (part, e, X) like :func:`.qids.unsafe_rules_query`, the table is the one a full
-recomputation gives, ids included.
+recomputation gives, ids included, except ``xrec``: it is kept only for a rule whose X has not
+lost a record since the supports were counted in full (NULL otherwise).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from setanon_sql.sqlrender import with_alias
 def rule_columns(width: int) -> list[str]:
     """The columns of a rule besides rule_id (see :func:`.qids.unsafe_rules_query`)."""
     return ["part", *(f"q{p}" for p in range(1, width)), "e", *xs(width), "size", "sx", "sq",
-            "w"]
+            "w", "xrec"]
 
 
 def changed_query(supx: exp.Table, delta: exp.Table, width: int) -> exp.Select:
@@ -62,8 +63,11 @@ def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, change
     on_x = exp.and_(col("part", "d").eq(col("part", "r")),
                     *(col(x, "d").eq(col(x, "r")) for x in xs(width)))
     lowered = col("sx", "r") - col("dn", "d")
-    retested = (exp.select(*(col(c, "r") if c != "sx" else lowered.as_("sx", quoted=True)
-                             for c in names))
+    # X lost records: the one left need not be its first record any more (xrec, see
+    # :func:`.qids.rules_for_position`); an untouched rule's X has the records it had.
+    changed_x = {"sx": lowered.as_("sx", quoted=True),
+                 "xrec": exp.cast(exp.null(), "BIGINT").as_("xrec", quoted=True)}
+    retested = (exp.select(*(changed_x[c] if c in changed_x else col(c, "r") for c in names))
                 .from_(with_alias(rules, "r")).join(with_alias(delta, "d"), on=on_x)
                 .where(exp.and_(exp.not_(_in_delta(delta, q_cols, width)),
                                 (placeholder("den") * lowered.copy())
@@ -71,7 +75,7 @@ def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, change
     parts: list[exp.Query] = [untouched, retested]
     for j in range(1, width + 1):
         parts.append(rules_for_position(supx, sens, win, width, j, max_q,
-                                        y_source=with_alias(changed, "y")))
+                                        y_source=with_alias(changed, "y"), counted=False))
     both: exp.Query = parts[0]
     for part in parts[1:]:
         both = exp.union(both, part, distinct=False)

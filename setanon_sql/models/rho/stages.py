@@ -12,6 +12,10 @@ stage's run ends only when a count of every support from scratch finds no unsafe
 qid of up to m items (Alg. 1 l.13), whatever the earlier stages did. The earlier stages only
 order the work (small qids first), as the qid buffer orders it within a stage; every rule an
 earlier stage sanitizes is unsafe at m as well, since its qid is a qid of at most m items.
+For the same reason an earlier stage ends when its kept supports show no unsafe rule, without
+the recount from scratch that ends the last stage: the next stage counts every support from
+scratch anyway, and sanitizes whatever unsafe rule with a smaller qid is left (on 200k Quest
+records at ``--m 3`` the recount that ended stage 2 took 8.5 s, BENCHMARKS.md, rho).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
         report("search", f"stage {stage_q} of {max_q}: qids of up to {stage_q} items, "
                          f"{rows:,} (record, itemset) rows")
         suppressor = Suppressor(backend, context, params, sens, stage_width, stage_q,
-                                stage=stage_width - 1, round_offset=len(history))
+                                stage=stage_width - 1, round_offset=len(history),
+                                recount_at_end=stage_width == width)
         # Each round's subtraction joins the whole support table to a small delta on the
         # itemset's key; PostgreSQL chose a merge join that sorted all 12M supports of whole
         # BMS-WebView-2 at --m 3 every round (20-30 s for a 54k-row delta, BENCHMARKS.md).

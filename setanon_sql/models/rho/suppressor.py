@@ -10,7 +10,8 @@ them one by one in priority order and skipping the overtaken ones would
 without over-suppressing; the others wait a round. When the kept supports show no unsafe rule,
 they are recounted from scratch and compared (the number of itemsets whose supports differ is
 reported, and is 0); only when this full recount finds no unsafe rule in any buffer is the
-table safe (Alg. 1 l.13).
+table safe (Alg. 1 l.13). A stage before the last one skips that recount (``recount_at_end``,
+:mod:`.stages`): the next stage counts from scratch.
 Each round suppresses at least one occurrence (the top rule is always admitted), so the loop
 ends.
 
@@ -45,7 +46,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query, xs
+from setanon_sql.models.rho.qids import build_supports, col, unsafe_rules_query, xs
 from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -68,6 +69,8 @@ REBUILD_SHARE = 16
 # than the rounds they save (Quest 200k records, --m 3: the first round of stage 3, 23.7M unsafe
 # rules, took 114.5 s with one settling step against 65.8 s without; BENCHMARKS.md, rho).
 SETTLE_MAX_BLOCKED = 100_000
+# The A/B switch of :meth:`Suppressor._chosen` (the same output either way; tests compare).
+COLLAPSE_ONE_HOLDER_RULES = True
 WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "held", "rejected", "waiting0", "waiting1", "dels", "changed",
                "gone")
@@ -93,6 +96,7 @@ class Suppressor:
     support_rows: int = 0
     rebuilds: int = 0
     indexed: str = ""
+    recount_at_end: bool = True
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -121,7 +125,7 @@ class Suppressor:
                                                          {"rules": rules})[0]
             first_unsafe = first_unsafe if history else int(n_unsafe)
             report_shrinking("search", "unsafe rules", first_unsafe, int(n_unsafe), round_no)
-            if int(n_unsafe) == 0 and not fresh:
+            if int(n_unsafe) == 0 and not fresh and self.recount_at_end:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
                 supx, win, rules = self._count_all(cur, supx)
                 fresh = True
@@ -135,7 +139,8 @@ class Suppressor:
                 break
             fresh = False
             pointer = int(at_or_after if at_or_after is not None else first)
-            dels, settle_steps = self._sanitize(cur, istat0, rules, pointer, round_no)
+            dels, settle_steps, collapsed = self._sanitize(cur, istat0, rules, pointer,
+                                                           round_no)
             n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
@@ -156,6 +161,7 @@ class Suppressor:
             cur = following
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels, "settle_steps": settle_steps,
+                            "rules_collapsed": collapsed,
                             "seconds": round(time.perf_counter() - started, 3)})
         for table in (supx, rules, *self.levels,
                       *(self._table(p) for p in (*WORK_TABLES, "istat0", "tcur", "delta"))):
@@ -334,10 +340,36 @@ class Suppressor:
         backend.drop_table(found)
         return members
 
+    def _chosen(self, scores: exp.Table, rules: exp.Table) -> tuple[exp.Table, int]:
+        """Each rule's choice and rank (:func:`.choice.chosen_query`), and how many rules were
+        left out by collapsing the rules of one known holder to one per (holder, d)
+        (:func:`.choice.collapsed_rules`; 0: not collapsed).
+
+        They are collapsed when that leaves out more than SETTLE_MAX_BLOCKED rules: each left
+        out is held back in the round, so without the collapse more rules than that would be
+        held back and the round would not be settled either; the output is the same. A round
+        that leaves out fewer is ranked in full, so that settling sees every rule.
+        """
+        backend = self.backend
+        chosen = self._fresh("chosen")
+        held_alone = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(
+            scores.copy()).where(exp.and_(col("sx").eq(exp.Literal.number(1)),
+                                          exp.not_(col("xrec").is_(exp.null()))))))
+        if COLLAPSE_ONE_HOLDER_RULES and held_alone > SETTLE_MAX_BLOCKED:
+            self._build(chosen, chosen_query(scores, rules, self.width, collapse=True))
+            ranked = int(backend.scalar("rho_count_rows", tables={"t": chosen}))
+            scored = int(backend.scalar("rho_count_rows", tables={"t": scores}))
+            if scored - ranked > SETTLE_MAX_BLOCKED:
+                return chosen, scored - ranked
+            chosen = self._fresh("chosen")
+        self._build(chosen, chosen_query(scores, rules, self.width))
+        return chosen, 0
+
     def _sanitize(self, cur: exp.Table, istat0: exp.Table, rules: exp.Table, buffer: int,
-                  round_no: int) -> tuple[exp.Table, int]:
-        """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress, and the
-        settling steps it took (:func:`.suppression.settle`)."""
+                  round_no: int) -> tuple[exp.Table, int, int]:
+        """Alg. 2 for the rules of qid buffer ``buffer``: the occurrences to suppress, the
+        settling steps it took (:func:`.suppression.settle`) and the rules left out by the
+        collapse (:meth:`_chosen`)."""
         istat = self._fresh("istat")
         self._build(istat, "rho_istat", tables={"istat0": istat0, "cur": cur})
         dels = self._fresh("dels")
@@ -346,18 +378,17 @@ class Suppressor:
             self._build(cand, candidates_query(rules, self.width), {"w": buffer, **self._rho()})
             self._build(dels, "rho_global_choose",
                         tables={"cand": cand, "istat": istat, "cur": cur})
-            return dels, 0
+            return dels, 0, 0
         scores = self._fresh("scores")
         self._build(scores, scores_query(rules, istat, self.width, self.params.heuristic),
                     {"w": buffer, **self._rho()})
-        chosen = self._fresh("chosen")
-        self._build(chosen, chosen_query(scores, rules, self.width))
+        chosen, collapsed = self._chosen(scores, rules)
         members = self._members(chosen, istat, cur, round_no)
         picks = self._fresh("picks")
         self._build(picks, picks_query(chosen, members))
         blocked = self._fresh("blocked")
         self._build(blocked, blocked_rules_query(chosen, members, picks, self.width))
         waiting, steps = settle(self.backend, self._fresh, chosen, members, picks, blocked,
-                                self.width, SETTLE_MAX_BLOCKED)
+                                self.width, 0 if collapsed else SETTLE_MAX_BLOCKED)
         self._build(dels, admitted_picks_query(picks, waiting))
-        return dels, steps
+        return dels, steps, collapsed
