@@ -26,7 +26,8 @@ SENSITIVE = (2, 3, 5, 8)
 
 
 def random_rules(seed: int, width: int) -> list[tuple[int, ...]]:
-    """(rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx, sq, w), every rule unsafe."""
+    """(rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx, sq, w, xrec), every rule
+    unsafe; xrec (the record holding X when sx = 1) is record 1, or -1 for NULL."""
     rng = random.Random(seed)
     rules: list[tuple[int, ...]] = []
     seen: set[tuple[int, ...]] = set()
@@ -38,10 +39,11 @@ def random_rules(seed: int, width: int) -> list[tuple[int, ...]]:
             continue
         seen.add((part, e, *x))
         q = [i for i in x if i != e]
-        sq = rng.randint(1, 6)
+        sq = rng.choice([1] * 6 + [*range(2, 7)])
         sx = rng.randint(math.floor(sq * NUM / DEN) + 1, sq)  # den·sx > num·sq: unsafe
         rules.append((len(rules) + 1, part, *q, *([0] * (width - 1 - len(q))), e, *x,
-                      *([0] * (width - len(x))), len(x), sx, sq, rng.choice([0, BUFFER])))
+                      *([0] * (width - len(x))), len(x), sx, sq, rng.choice([0, BUFFER]),
+                      rng.choice([-1, 1, 1])))
     return rules
 
 
@@ -53,8 +55,9 @@ def item_stats(seed: int) -> list[tuple[int, int, int, int]]:
 
 
 def expected(rules: list[tuple[int, ...]], stats: list[tuple[int, int, int, int]], width: int,
-             heuristic: str) -> dict[int, tuple[int, int, float, int]]:
-    """rule_id -> (d, k, h, rnk) from the definition."""
+             heuristic: str, collapse: bool = False) -> dict[int, tuple[int, int, float, int]]:
+    """rule_id -> (d, k, h, rnk) from the definition; with ``collapse``, of the rules with
+    sx = 1 and a holder (xrec) that choose the same d, only the least rule_id is ranked."""
     by_item = {(part, item): (n0, n) for part, item, n0, n in stats}
     totals = {part: (sum(n0 for p, _, n0, _ in stats if p == part),
                      sum(n for p, _, _, n in stats if p == part)) for part in (0, 1)}
@@ -62,7 +65,7 @@ def expected(rules: list[tuple[int, ...]], stats: list[tuple[int, int, int, int]
     for rule in rules:
         rule_id, part, *rest = rule
         q, e = rest[:width - 1], rest[width - 1]
-        sx, sq, w = rule[-3], rule[-2], rule[-1]
+        sx, sq, w = rule[-4], rule[-3], rule[-2]
         if w != BUFFER:
             continue
         excess = DEN * sx - NUM * sq
@@ -79,6 +82,17 @@ def expected(rules: list[tuple[int, ...]], stats: list[tuple[int, int, int, int]
             scored.append(((-h, k, -ise, d), (h, k, d)))
         h, k, d = min(scored)[1]
         best[rule_id] = (h, k, d)
+    if collapse:
+        first: dict[tuple[int, int, int], int] = {}
+        for rule in rules:
+            rule_id, part, sx, xrec = rule[0], rule[1], rule[-4], rule[-1]
+            if rule_id in best and sx == 1 and xrec != -1:
+                key = (part, xrec, best[rule_id][2])
+                first[key] = min(first.get(key, rule_id), rule_id)
+        left_out = {rule[0] for rule in rules if rule[0] in best and rule[-4] == 1
+                    and rule[-1] != -1 and first[rule[1], rule[-1], best[rule[0]][2]] != rule[0]}
+        assert left_out, "the draw has rules to collapse"
+        best = {r: v for r, v in best.items() if r not in left_out}
     order = sorted(best, key=lambda r: (-best[r][0], best[r][1], best[r][2], r))
     return {r: (best[r][2], best[r][1], best[r][0], rnk) for rnk, r in enumerate(order, 1)}
 
@@ -87,22 +101,26 @@ def expected(rules: list[tuple[int, ...]], stats: list[tuple[int, int, int, int]
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("width", [3, 4])
 @pytest.mark.parametrize("heuristic", ["mine", "dist"])
+@pytest.mark.parametrize("collapse", [False, True])
 def test_each_rule_takes_its_first_candidate_and_the_rules_are_ranked(
-        db: Backend, seed: int, width: int, heuristic: str) -> None:
+        db: Backend, seed: int, width: int, heuristic: str, collapse: bool) -> None:
     rules_rows = random_rules(seed, width)
     columns = ["rule_id", "part", *(f"q{p}" for p in range(1, width)), "e",
-               *(f"x{j}" for j in range(1, width + 1)), "size", "sx", "sq", "w"]
-    rules = values_table(db, "t_rules", ", ".join(columns), rules_rows)
+               *(f"x{j}" for j in range(1, width + 1)), "size", "sx", "sq", "w", "xrec"]
+    drawn = values_table(db, "t_drawn", ", ".join(columns), rules_rows)
+    rules = db.table("t_rules")  # xrec -1 stands for NULL (no holder known)
+    db.materialize(rules, exp.select(*columns[:-1], exp.func(
+        "nullif", exp.column("xrec"), exp.Literal.number(-1)).as_("xrec")).from_(drawn))
     stats = item_stats(seed)
     istat = values_table(db, "t_istat", "part, item_id, n0, n", stats)
     scores = db.table("t_scores")
     db.materialize(scores, scores_query(rules, istat, width, heuristic),
                    {"w": BUFFER, "num": NUM, "den": DEN})
     chosen = db.table("t_chosen")
-    db.materialize(chosen, chosen_query(scores, rules, width))
+    db.materialize(chosen, chosen_query(scores, rules, width, collapse))
     got = {int(r): (int(d), int(k), float(h), int(rnk)) for r, d, k, h, rnk in db.query(
         exp.select("rule_id", "d", "k", "h", "rnk").from_(chosen))}
-    want = expected(rules_rows, stats, width, heuristic)
+    want = expected(rules_rows, stats, width, heuristic, collapse)
     assert {r: (d, k, rnk) for r, (d, k, _, rnk) in got.items()} == {
         r: (d, k, rnk) for r, (d, k, _, rnk) in want.items()}
     assert {r: h for r, (_, _, h, _) in got.items()} == pytest.approx(
@@ -111,5 +129,5 @@ def test_each_rule_takes_its_first_candidate_and_the_rules_are_ranked(
     assert len({h for _, _, h, _ in want.values()}) < len(want)
     # every column of the rule comes along
     wide = db.query(exp.select(*columns).from_(chosen))
-    assert sorted(tuple(int(v) for v in row) for row in wide) == sorted(
-        row for row in rules_rows if row[-1] == BUFFER)
+    assert sorted(tuple(-1 if v is None else int(v) for v in row) for row in wide) == sorted(
+        row for row in rules_rows if row[-2] == BUFFER and row[0] in want)
