@@ -55,6 +55,8 @@ def test_staged_run_is_safe_for_every_qid_of_up_to_3_items(db: Backend, tmp_path
     assert [s["qid_size"] for s in run.figures["stages"]] == [1, 2, 3]
     assert sum(s["suppressed"] for s in run.figures["stages"]) == run.figures["suppressed"]
     assert run.figures["support_mismatches"] == 0
+    # only the last stage ends with a recount from scratch (the next stage's count is one)
+    assert {e["stage"] for e in run.figures["history"] if e.get("recount")} == {3}
     result = api.verify(db, dataset, run)
     assert result.ok and "up to 3 items" in result.covered
 
