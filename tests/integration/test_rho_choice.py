@@ -18,6 +18,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.choice import chosen_query, scores_query
+from setanon_sql.models.rho.qids import numbered_rules
 from tests.integration.test_rho_blocking import values_table
 
 NUM, DEN = 7, 10  # ρ = 0.7
@@ -131,3 +132,20 @@ def test_each_rule_takes_its_first_candidate_and_the_rules_are_ranked(
     wide = db.query(exp.select(*columns).from_(chosen))
     assert sorted(tuple(-1 if v is None else int(v) for v in row) for row in wide) == sorted(
         row for row in rules_rows if row[-2] == BUFFER and row[0] in want)
+
+
+@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_rules_are_numbered_by_part_e_and_x(db: Backend, seed: int) -> None:
+    """rule_id is the rank by (part, e, x1, x2, x3), counted group by group
+    (:func:`numbered_rules`): compared with one sort in Python."""
+    rng = random.Random(seed)
+    rows = sorted({(rng.choice([0, 1, 2]), rng.choice(SENSITIVE),
+                    *sorted(rng.sample(range(1, 30), 3))) for _ in range(200)})
+    rng.shuffle(rows)
+    unnumbered = values_table(db, "t_unnumbered", "part, e, x1, x2, x3", rows)
+    numbered = db.table("t_numbered")
+    db.materialize(numbered, numbered_rules(exp.select("*").from_(unnumbered), 3))
+    got = {tuple(int(v) for v in row[1:]): int(row[0]) for row in db.query(
+        exp.select("rule_id", "part", "e", "x1", "x2", "x3").from_(numbered))}
+    assert got == {row: rank for rank, row in enumerate(sorted(rows), start=1)}

@@ -174,12 +174,37 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
 
 
 def numbered_rules(query: exp.Query, width: int) -> exp.Select:
-    """``query``'s rules with rule_id = their rank by (part, e, X): the same set, the same ids."""
-    order = [col("part"), col("e"), *(col(x) for x in xs(width))]
-    rule_id = exp.Window(this=exp.RowNumber(),
-                         order=exp.Order(expressions=[exp.Ordered(this=c) for c in order]))
-    return exp.select(exp.cast(rule_id, "BIGINT").as_("rule_id", quoted=True), exp.Star()).from_(
-        query.subquery("r"))
+    """``query``'s rules with rule_id = their rank by (part, e, X): the same set, the same ids.
+
+    The rank is the rules of the (part, e) groups before the rule's own, plus its rank by X
+    within its group: numbered by one window over the whole table, the rules were sorted in
+    one piece (86.1M rules in the first round of qids of 3 items on 1M Quest records, most of
+    the 228 s their count took); per group the sort runs in parallel (30M synthetic rules on
+    DuckDB: 32.4 s in one piece, 15.3 s by group, the same ids). ``query`` is a CTE read twice;
+    DuckDB and PostgreSQL compute it once.
+    """
+    source = identifier("unnumbered")
+    group = [col("part"), col("e")]
+    counts = (exp.select(*group, exp.func("count", exp.Star()).as_("n", quoted=True))
+              .from_(exp.Table(this=source.copy())).group_by(*(c.copy() for c in group)))
+    # With (part, e) unique in counts, the running sum in that order less the group's own n is
+    # the number of rules in the groups before it.
+    running = exp.Window(this=exp.func("sum", col("n")), order=exp.Order(
+        expressions=[exp.Ordered(this=c.copy()) for c in group]))
+    offsets = exp.select(*(c.copy() for c in group),
+                         (running - col("n")).as_("before", quoted=True)).from_(
+        counts.subquery("c"))
+    within = exp.Window(this=exp.RowNumber(), partition_by=[col("part", "r"), col("e", "r")],
+                        order=exp.Order(expressions=[exp.Ordered(this=col(x, "r"))
+                                                     for x in xs(width)]))
+    rule_id = exp.cast(col("before", "o") + within, "BIGINT")
+    rules = exp.Table(this=source.copy(), alias=exp.TableAlias(this=identifier("r")))
+    return (exp.select(rule_id.as_("rule_id", quoted=True),
+                       exp.Column(this=exp.Star(), table=identifier("r")))
+            .from_(rules)
+            .join(offsets.subquery("o"), on=exp.and_(col("part", "o").eq(col("part", "r")),
+                                                     col("e", "o").eq(col("e", "r"))))
+            .with_(source, as_=query))
 
 
 def subset_rows(lengths: dict[int, int], width: int) -> int:
