@@ -13,6 +13,9 @@ Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bm
   personalized suppresses more than fixed at the same fraction.
 * ``--exp 2s`` (Figs. 2, 5-8): full BMS-WebView-2, SAMPLESUPPRESSOR, m = 5, ε = δ = 0.05
   (no util_mining: the paper could not mine the full data either).
+* ``--exp cost --m 2,3,4,5``: at each m, SUPPRESSOR (the exact check) and SAMPLESUPPRESSOR
+  (--eps) side by side on the whole data: which is the cheaper one as m grows (issue 23).
+  ``--file PATH`` runs on a FIMI file of one's own (e.g. ``setanon generate quest`` exported).
 
 ``--share 0.1 --trials 10`` is the paper's own protocol (Sec. 6.1): ten trials, each on its own
 random 10% extract with its own draw of sensitive items; a last table gives mean ± standard
@@ -116,7 +119,7 @@ def extract(source: Path, target: Path, share: float, seed: int) -> Path:
 
 
 def check_output(db: Any, dataset: Any, run: Any, original: oracle.Records, label: str,
-                 exp: str, setting: str, seed: int, fraction: float, rho: Fraction, m: str,
+                 sampled: bool, setting: str, seed: int, fraction: float, rho: Fraction, m: str,
                  work: Path) -> tuple[str, bool]:
     """The independent check of one output (plain Python, from the exported file): exact for
     SUPPRESSOR, 4·n_S fresh adversaries per ℓ for SAMPLESUPPRESSOR. Returns (text, passed)."""
@@ -124,7 +127,7 @@ def check_output(db: Any, dataset: Any, run: Any, original: oracle.Records, labe
     published = oracle.read_fimi(out)
     member = oracle.member_function(original, setting, seed, fraction)
     subset = oracle.is_record_subset(original, published)
-    if exp == "2s":
+    if sampled:
         n = 4 * run.figures["samples_per_l"]
         shares = [oracle.sampled_unsafe_share(original, published, member, rho, ell, n,
                                               1000 + seed)
@@ -152,7 +155,7 @@ def print_summary(cells: dict[tuple[str, str], list[dict[str, float]]], exp: str
     for (label, setting), trials in cells.items():
         def column(key: str, digits: str, rows: list[dict[str, float]] = trials) -> str:
             return spread([row[key] for row in rows], digits)
-        mining = "-" if exp == "2s" else column("util_mining", ".3f")
+        mining = column("util_mining", ".3f") if exp in ("1", "2") else "-"
         print(f"| {label} | {setting} | {len(trials)} | {column('records', '.0f')} | "
               f"{column('suppressed', '.0f')} | {column('util_info', '.4f')} | "
               f"{column('util_dist', '.2e')} | {mining} | {column('seconds', '.1f')} | "
@@ -163,8 +166,10 @@ def print_summary(cells: dict[tuple[str, str], list[dict[str, float]]], exp: str
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default=None)
-    parser.add_argument("--exp", default="1", choices=["1", "2", "2s", "rules"])
+    parser.add_argument("--exp", default="1", choices=["1", "2", "2s", "rules", "cost"])
     parser.add_argument("--data", default=None)
+    parser.add_argument("--file", type=Path, default=None,
+                        help="a FIMI file to run on (named by its stem) instead of --data")
     parser.add_argument("--settings", default=None)
     parser.add_argument("--rho", type=float, default=0.5)
     parser.add_argument("--fraction", type=float, default=None)
@@ -185,11 +190,17 @@ def main() -> None:
                              "--share) and sensitive items with seed t; prints mean ± sd")
     args = parser.parse_args()
     exp = args.exp
-    data = (args.data or ("bms1,bms2" if exp in ("1", "rules") else "bms2")).split(",")
+    if args.file is not None:
+        FILES[args.file.stem] = args.file
+    data = (args.data or (args.file.stem if args.file is not None else
+                          "bms1,bms2" if exp in ("1", "rules") else "bms2")).split(",")
     settings = (args.settings or ("fixed,personalized" if exp in ("1", "rules")
                                   else "fixed+,personalized+")).split(",")
     fraction = args.fraction or (0.4 if exp in ("1", "rules") else 0.1)
     m = args.m or ("all" if exp == "1" else "5")
+    # (m, sampled) of each run: the exact SUPPRESSOR, SAMPLESUPPRESSOR, or both per m (cost)
+    variants = ([(m_value, sampled) for m_value in m.split(",") for sampled in (False, True)]
+                if exp == "cost" else [(m, exp == "2s")])
     rho = Fraction(str(args.rho))
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -212,7 +223,7 @@ def main() -> None:
     cells: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     for name in data:
         for extract_seed, trial_seeds in trials:
-            if exp == "2s":
+            if exp in ("2s", "cost"):
                 source, label = FILES[name], name
             else:
                 source = cutoff(FILES[name], work / f"{name}-c5.dat", 5)
@@ -225,38 +236,41 @@ def main() -> None:
                 api.drop_dataset(db, api.get_dataset(db, label))
             dataset = api.load_transactions(db, source, label)
             original = oracle.read_fimi(source)
-            for setting in settings:
-                for seed in trial_seeds:
-                    params: dict[str, Any] = {"rho": args.rho, "setting": setting,
-                                              "sensitive_fraction": fraction, "m": m,
-                                              "choice": args.choice}
-                    if exp == "2s":
-                        params.update(epsilon=args.eps, delta=args.eps,
-                                      repair_pool=args.repair_pool)
-                    started = time.perf_counter()
-                    api.anonymize(db, dataset, model, params, seed=seed)
-                    seconds = time.perf_counter() - started
-                    run = api.get_run(db, dataset, "latest")
-                    verified = api.verify(db, dataset, run).ok
-                    mining = (math.nan if exp == "2s" else
-                              metrics.util_mining(db, dataset, run)["util_mining"])
-                    check, checked = "-", False
-                    if not args.no_check:
-                        check, checked = check_output(db, dataset, run, original, label, exp,
-                                                      setting, seed, fraction, rho, m, work)
-                    f = run.figures
-                    cells[cell_label, setting].append(
-                        {"records": dataset.n_records, "suppressed": f["suppressed"],
-                         "util_info": f["util_info"], "util_dist": f["util_dist"],
-                         "util_mining": mining, "seconds": seconds, "verified": verified,
-                         "checked": checked})
-                    alg = "2" if exp == "2s" else "1"
-                    print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
-                          f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
-                          f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
-                          f"{'-' if exp == '2s' else f'{mining:.3f}'} | "
-                          f"{f.get('sweeps', f['rounds'])} | {seconds:.1f} | "
-                          f"{'ok' if verified else 'FAIL'} | {check} |", flush=True)
+            for setting, (m, sampled), seed in ((setting, variant, seed)
+                                                for setting in settings
+                                                for variant in variants
+                                                for seed in trial_seeds):
+                params: dict[str, Any] = {"rho": args.rho, "setting": setting,
+                                          "sensitive_fraction": fraction, "m": m,
+                                          "choice": args.choice}
+                if sampled:
+                    params.update(epsilon=args.eps, delta=args.eps,
+                                  repair_pool=args.repair_pool)
+                started = time.perf_counter()
+                api.anonymize(db, dataset, model, params, seed=seed)
+                seconds = time.perf_counter() - started
+                run = api.get_run(db, dataset, "latest")
+                verified = api.verify(db, dataset, run).ok
+                mined = exp in ("1", "2")  # 2s and cost: the paper mines no full data
+                mining = (metrics.util_mining(db, dataset, run)["util_mining"] if mined
+                          else math.nan)
+                check, checked = "-", False
+                if not args.no_check:
+                    check, checked = check_output(db, dataset, run, original, label, sampled,
+                                                  setting, seed, fraction, rho, m, work)
+                f = run.figures
+                cells[cell_label, setting].append(
+                    {"records": dataset.n_records, "suppressed": f["suppressed"],
+                     "util_info": f["util_info"], "util_dist": f["util_dist"],
+                     "util_mining": mining, "seconds": seconds, "verified": verified,
+                     "checked": checked})
+                alg = "2" if sampled else "1"
+                print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
+                      f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
+                      f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
+                      f"{f'{mining:.3f}' if mined else '-'} | "
+                      f"{f.get('sweeps', f['rounds'])} | {seconds:.1f} | "
+                      f"{'ok' if verified else 'FAIL'} | {check} |", flush=True)
             if args.share:
                 api.drop_dataset(db, dataset)
     if args.trials:
