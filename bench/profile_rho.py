@@ -127,10 +127,11 @@ def main() -> None:
                 "unique_rule_rows"):
         if key in f:
             print(f"  {key}: {f[key]}")
-    print("\n| round | unsafe rules | suppressed | settling steps | seconds |\n"
-          "|---|---|---|---|---|")
+    print("\n| round | unsafe rules | ranked as one (collapsed) | suppressed | settling steps "
+          "| seconds |\n|---|---|---|---|---|---|")
     for entry in f["history"]:
         print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
+              f"{entry.get('rules_collapsed', '')} | "
               f"{entry.get('suppressed', '')} | {entry.get('settle_steps', '')} | "
               f"{entry['seconds']} |")
     bounds = [*printer.marks, ("end", len(log))]
