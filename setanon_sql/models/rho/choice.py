@@ -185,15 +185,14 @@ def chosen_query(scores: exp.Table, rules: exp.Table, width: int,
             .join(with_alias(rules, "r"), on=col("rule_id", "r").eq(col("rule_id", "b"))))
 
 
-
 def collapsed_rules(choice: exp.Select) -> exp.Select:
     """(rule_id, d, k, h): ``choice``'s rules (rule_id, part, sx, xrec, d, k, h), where of the
     rules held by one known record (sx = 1, ``xrec``) that choose the same d only the one of
     least rule_id is left.
 
     Why it changes nothing: such a rule's only member is its holder r, so it picks (r, d) (k = 1,
-    as sup(q + {e}) = 1). Every rule of the group has the same h and k (both depend on d and k
-    only), so they rank by rule_id, and each but the first is held back in the round by the
+    as sup(q + {e}) = 1). Every rule of the group has k = 1 and the same h (h depends on d and
+    k only), so they rank by rule_id, and each but the first is held back in the round by the
     first one's pick (r, d), an item of its X on its record
     (:func:`.suppression.blocked_rules_query`); its own pick, (r, d) again, ranks behind the
     first's, so it holds back no other rule. The admitted picks are the same; only settling
