@@ -200,10 +200,16 @@ def collapsed_rules(choice: exp.Select) -> exp.Select:
     round it collapses. On 200k Quest records at ``--m 3`` the first round of qids of 3 items
     has 23.7M unsafe rules, nearly all of one record each (BENCHMARKS.md, rho).
     """
-    one = exp.and_(col("sx").eq(exp.Literal.number(1)), exp.not_(col("xrec").is_(exp.null())))
+    one = held_by_one_record()
     holder = exp.Case(ifs=[exp.If(this=one, true=col("xrec"))])
     alone = exp.Case(ifs=[exp.If(this=one.copy(), true=exp.null())], default=col("rule_id"))
     return (exp.select(exp.func("min", col("rule_id")).as_("rule_id", quoted=True), col("d"),
                        col("k"), col("h"))
             .from_(choice.subquery("g"))
             .group_by(col("part"), holder, alone, col("d"), col("k"), col("h")))
+
+
+def held_by_one_record() -> exp.Expr:
+    """A rule (a row of ``rules`` or ``scores``) whose X one known record holds: sx = 1 and
+    ``xrec`` set (:func:`.qids.rules_for_position`)."""
+    return exp.and_(col("sx").eq(exp.Literal.number(1)), exp.not_(col("xrec").is_(exp.null())))

@@ -30,7 +30,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params, Statement
-from setanon_sql.models.rho.choice import chosen_query, scores_query
+from setanon_sql.models.rho.choice import chosen_query, held_by_one_record, scores_query
 from setanon_sql.models.rho.incremental import (
     build_lost_levels,
     delta_query,
@@ -46,7 +46,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, col, unsafe_rules_query, xs
+from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query, xs
 from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
@@ -352,13 +352,13 @@ class Suppressor:
         """
         backend = self.backend
         chosen = self._fresh("chosen")
-        held_alone = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(
-            scores.copy()).where(exp.and_(col("sx").eq(exp.Literal.number(1)),
-                                          exp.not_(col("xrec").is_(exp.null()))))))
+        one = exp.Case(ifs=[exp.If(this=held_by_one_record(), true=exp.Literal.number(1))],
+                       default=exp.Literal.number(0))
+        scored, held_alone = (int(n or 0) for n in backend.query(exp.select(
+            exp.func("count", exp.Star()), exp.func("sum", one)).from_(scores.copy()))[0])
         if COLLAPSE_ONE_HOLDER_RULES and held_alone > SETTLE_MAX_BLOCKED:
             self._build(chosen, chosen_query(scores, rules, self.width, collapse=True))
             ranked = int(backend.scalar("rho_count_rows", tables={"t": chosen}))
-            scored = int(backend.scalar("rho_count_rows", tables={"t": scores}))
             if scored - ranked > SETTLE_MAX_BLOCKED:
                 return chosen, scored - ranked
             chosen = self._fresh("chosen")
