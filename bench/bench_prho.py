@@ -2,7 +2,8 @@
 
 Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bms2]
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
-       [--choice paper|fewest] [--repair-pool N] [--share 0.1] [--trials 10] [--workdir DIR]
+       [--choice paper|fewest] [--repair-pool N] [--stop-rule paper|bound] [--share 0.1]
+       [--trials 10] [--workdir DIR]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
   every adversary (--m all), fixed vs personalized, 40% sensitive; util_mining as in Exp. 2.
@@ -45,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from setanon_sql import api, metrics
 from setanon_sql.models import require_model
+from setanon_sql.stats import binomial
 from tests.oracle import prho_oracle as oracle
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
@@ -122,18 +124,24 @@ def check_output(db: Any, dataset: Any, run: Any, original: oracle.Records, labe
                  sampled: bool, setting: str, seed: int, fraction: float, rho: Fraction, m: str,
                  work: Path) -> tuple[str, bool]:
     """The independent check of one output (plain Python, from the exported file): exact for
-    SUPPRESSOR, 4·n_S fresh adversaries per ℓ for SAMPLESUPPRESSOR. Returns (text, passed)."""
+    SUPPRESSOR, for SAMPLESUPPRESSOR as many fresh adversaries per ℓ as ``verify`` draws, and
+    the one-sided Clopper-Pearson upper bound of the largest share below ε. Returns (text,
+    passed)."""
     out = api.export_dataset(db, dataset, work / f"out_{label}_{os.getpid()}.dat", run=run)
     published = oracle.read_fimi(out)
     member = oracle.member_function(original, setting, seed, fraction)
     subset = oracle.is_record_subset(original, published)
     if sampled:
-        n = 4 * run.figures["samples_per_l"]
+        f = run.figures
+        n = 4 * f["samples_per_l"] * (f["repair_pool"] if f["stop_rule"] == "bound" else 1)
         shares = [oracle.sampled_unsafe_share(original, published, member, rho, ell, n,
                                               1000 + seed)
                   for ell in range(1, int(m) + 1)]
-        return (f"{'ok' if subset else 'NOT SUBSET'}, max sampled share {max(shares):.4f} "
-                f"(n={n}/l)"), subset
+        # the largest share's one-sided Clopper-Pearson upper bound must be below epsilon
+        upper = binomial.upper_bound(round(max(shares) * n), n, f["delta"])
+        passed = subset and upper < f["epsilon"]
+        return (f"{'ok' if passed else 'NOT SUBSET' if not subset else 'FAIL'}, max sampled "
+                f"share {max(shares):.4f}, upper bound {upper:.4f} (n={n}/l)"), passed
     bad = oracle.count_unsafe_adversaries(original, published, member, rho,
                                           None if m == "all" else int(m))
     passed = bad == 0 and subset
@@ -181,6 +189,8 @@ def main() -> None:
     parser.add_argument("--choice", default="paper", choices=["paper", "fewest"])
     parser.add_argument("--repair-pool", type=int, default=1,
                         help="SAMPLESUPPRESSOR: repair from N x n_S draws per sweep (1 = paper)")
+    parser.add_argument("--stop-rule", default="paper", choices=["paper", "bound"],
+                        help="SAMPLESUPPRESSOR's stopping rule (paper = Alg. 2)")
     parser.add_argument("--share", type=float, default=None,
                         help="run on a random extract of this share of the records (seeded by "
                              "--extract-seed), as the paper's 10%% extracts")
@@ -245,7 +255,7 @@ def main() -> None:
                                           "choice": args.choice}
                 if sampled:
                     params.update(epsilon=args.eps, delta=args.eps,
-                                  repair_pool=args.repair_pool)
+                                  repair_pool=args.repair_pool, stop_rule=args.stop_rule)
                 started = time.perf_counter()
                 api.anonymize(db, dataset, model, params, seed=seed)
                 seconds = time.perf_counter() - started

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import random
+import uuid
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.prho.adversaries import sample
+from setanon_sql.models.prho.sampler import sweep_delta
+from setanon_sql.stats.binomial import upper_bound
 from tests.conftest import write
 from tests.integration.test_prho import published, random_baskets
 from tests.oracle import prho_oracle as oracle
@@ -48,6 +54,89 @@ def test_unsafe_share_is_below_epsilon_for_every_l(db: Backend, tmp_path: Path, 
     assert result.ok, result.details
     assert set(result.details["per_l"]) == {"1", "2", "3"}
     assert result.details["per_l"]["1"]["samples"] == 4 * 116
+
+
+@pytest.mark.parametrize(("setting", "seed", "pool"),
+                         [("personalized", 5, 1), ("personalized+", 6, 4), ("fixed", 7, 2)])
+def test_bound_stop_rule_keeps_the_share_below_epsilon(db: Backend, tmp_path: Path,
+                                                       setting: str, seed: int, pool: int) -> None:
+    """--stop-rule bound: the last sweep's bounds are below epsilon and it repaired nothing;
+    the exact unsafe share (oracle, every adversary) is below epsilon for every l."""
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 8, 6))
+    original = oracle.read_fimi(source)
+    constraint = oracle.generated_constraint(original, setting, seed, 0.3, 0.1)
+    dataset = api.load_transactions(db, source, "d")
+    epsilon, delta = 0.1, 0.01
+    api.anonymize(db, dataset, PRHO, {"rho": 0.5, "setting": setting, "sensitive_fraction": 0.3,
+                                      "noise": 0.1, "m": 3, "epsilon": epsilon, "delta": delta,
+                                      "repair_pool": pool, "stop_rule": "bound"}, seed=seed)
+    run = api.get_run(db, dataset, "latest")
+    output = published(db, dataset, run, tmp_path)
+    assert run.figures["stop_rule"] == "bound"
+    n_s, sweeps = run.figures["samples_per_l"], run.figures["sweeps"]
+    assert n_s == 231  # ⌈ln 100 / (2 · 0.01)⌉
+    last = [entry for entry in run.figures["history"] if entry["sweep"] == sweeps]
+    assert [entry["l"] for entry in last] == [1, 2, 3]
+    for entry in last:
+        drawn = entry.get("unsafe_in_pool", entry["unsafe_samples"])
+        assert entry["share_upper_bound"] == round(
+            upper_bound(drawn, pool * n_s, sweep_delta(delta, sweeps)), 6) < epsilon
+        assert "suppressed" not in entry
+    earlier = [entry for entry in run.figures["history"] if entry["sweep"] < sweeps]
+    assert all(entry["share_upper_bound"] >= epsilon for entry in earlier
+               if "suppressed" in entry)
+    assert oracle.is_record_subset(original, output)
+    rho = Fraction(1, 2)
+    assert max(oracle.unsafe_share(original, original, constraint, rho, ell)
+               for ell in (1, 2, 3)) >= epsilon, "the input already met the guarantee"
+    for ell in (1, 2, 3):
+        assert oracle.unsafe_share(original, output, constraint, rho, ell) < epsilon
+    result = api.verify(db, dataset, run)
+    assert result.ok, result.details
+    assert result.details["per_l"]["1"]["samples"] == 4 * pool * n_s
+
+
+@pytest.mark.on_spark
+def test_draws_are_uniform_over_the_long_enough_records(db: Backend) -> None:
+    """sample(): record u of rank md5(salt:s) mod N_l among the records with >= l items, and
+    l distinct items of it; the same draws for the same salt."""
+    name = f"t_{uuid.uuid4().hex[:8]}"
+    rows = [(r, i) for r in range(1, 9) for i in range(1, r + 1)]  # record r has r items
+
+    def table(purpose: str) -> exp.Table:
+        return db.table(f"{name}_{purpose}")
+
+    items = table("items")
+    db.materialize(items, exp.select(
+        exp.column("record_id", quoted=True), exp.column("item_id", quoted=True)).from_(
+        exp.Values(expressions=[exp.Tuple(expressions=[exp.convert(r), exp.convert(i)])
+                                for r, i in rows],
+                   alias=exp.TableAlias(this=exp.to_identifier("v"),
+                                        columns=[exp.to_identifier("record_id", quoted=True),
+                                                 exp.to_identifier("item_id", quoted=True)]))))
+    olen = table("olen")
+    db.materialize(olen, "prho_lengths", tables={"items": items})
+    try:
+        draws = []
+        for _ in range(2):
+            samp, hits = sample(db, table, items, olen, 3, 1200, 6, "7:1:3")
+            draws.append((sorted(db.query(exp.select("*").from_(samp))),
+                          sorted(db.query(exp.select("*").from_(hits)))))
+        assert draws[0] == draws[1]
+        picked, chosen = draws[0]
+        assert [s for s, _ in picked] == list(range(1, 1201))
+        counts = Counter(int(u) for _, u in picked)
+        assert set(counts) == set(range(3, 9))  # the six records with at least 3 items
+        assert all(150 <= c <= 250 for c in counts.values()), counts  # 200 each expected
+        per_sample = Counter(int(s) for s, _, _ in chosen)
+        assert set(per_sample.values()) == {3}
+        owner = dict(picked)
+        assert all(owner[s] == u and 1 <= i <= u for s, u, i in chosen)
+        assert len({(s, i) for s, _, i in chosen}) == 3 * 1200
+    finally:
+        for leftover in db.table_names(name):
+            db.drop_table(db.table(leftover))
 
 
 def test_sampled_verify_rejects_the_input(db: Backend, tmp_path: Path) -> None:

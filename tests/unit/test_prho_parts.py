@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
+import math
 from pathlib import Path
 
 import pytest
 
-from setanon_sql.models.prho.adversaries import draw_ranks, rules_query
+from setanon_sql.models.prho.adversaries import rules_query
 from setanon_sql.models.prho.constraint import threshold
 from setanon_sql.models.prho.params import count_lines, sample_size
+from setanon_sql.models.prho.sampler import sweep_delta
 from setanon_sql.sqlrender import qualified_table
 
 
@@ -28,9 +31,12 @@ def test_thresholds_order_like_the_integers_they_stand_for() -> None:
     assert 400 < below < 600
 
 
-def test_draws_are_reproducible_and_in_range() -> None:
-    assert draw_ranks("1:1:2", 50, 7) == draw_ranks("1:1:2", 50, 7)
-    assert set(draw_ranks("1:1:2", 500, 7)) == set(range(7))
+def test_sweep_confidences_sum_to_delta() -> None:
+    """--stop-rule bound: the errors allowed to the sweeps' tests of one l add up to delta."""
+    parts = [sweep_delta(0.05, t) for t in range(1, 200_001)]
+    assert parts[0] == pytest.approx(0.05 * 6 / math.pi ** 2)
+    assert all(a > b for a, b in itertools.pairwise(parts))
+    assert 0.04999 < sum(parts) < 0.05
 
 
 def test_count_lines_matches_the_loader(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from setanon_sql.models.prho.params import (
     CHOICES,
     DEFAULT_NOISE,
     SETTINGS,
+    STOP_RULES,
     parse_params,
     validate,
 )
@@ -108,6 +109,13 @@ OPTIONS = (
                  help="SampleSuppressor: a sweep whose n_S check samples of some size are not "
                       "all safe repairs the unsafe adversaries among N x n_S draws (the first "
                       "n_S are the check); fewer sweeps, same guarantee; 1 = the paper"),
+    click.Option(["--stop-rule"], type=click.Choice(STOP_RULES), default="paper",
+                 show_default=True,
+                 help="SampleSuppressor: 'paper' ends at the first sweep whose n_S check samples "
+                      "are all safe (Alg. 2); 'bound' at the first sweep in which, for every "
+                      "size, the Clopper-Pearson upper bound of the unsafe share among all N x "
+                      "n_S draws is below epsilon (confidence shared out over the sweeps): the "
+                      "same (eps, delta) guarantee, far fewer sweeps and suppressions"),
     click.Option(["--column"], default=None, help="the set-valued column to anonymize"),
 )
 

@@ -1,16 +1,18 @@
 """Sampled adversaries (u, Q) and their unsafe rules, in SQL (Nakagawa et al. Sec. 5.3).
 
 The paper's distribution on A^ℓ: a record with at least ℓ items uniformly, then ℓ of its items
-uniformly. The records are drawn by the controller (``random.Random``, a few hundred ranks per ℓ:
-small controller-side choices, sent as a VALUES list); the items in SQL, the ℓ smallest
-md5(salt:s:item) (byte-wise) of the record's ORIGINAL items. For every sample s the records of D'
-containing Q are found by counting matched items (no enumeration of long records), so
-supp_{D'}(Q) and supp_{D'}(Q + {e}) for every e of those records are two GROUP BYs.
+uniformly. Both draws are made in SQL from the salt: sample s takes the record of rank
+md5(salt:s) mod N_ℓ among the records with at least ℓ items (the first 32 bits of the digest:
+the modulo's bias is below N_ℓ / 2^32), and the ℓ items with the smallest md5(salt:s:item)
+(byte-wise) of the record's ORIGINAL items. A VALUES list of the ranks drawn in Python cost more
+to build and render than the query took to run (thousands of literals per ℓ and sweep).
+For every sample s the records of D' containing Q are found by counting matched items (no
+enumeration of long records), so supp_{D'}(Q) and supp_{D'}(Q + {e}) for every e of those
+records are two GROUP BYs.
 """
 
 from __future__ import annotations
 
-import random
 from fractions import Fraction
 
 from sqlglot import exp
@@ -29,30 +31,28 @@ def eligible_counts(backend: Backend, items: exp.Table, m: int) -> dict[int, int
     return {ell: sum(c for n, c in lengths.items() if n >= ell) for ell in range(1, m + 1)}
 
 
-def draw_ranks(key: str, count: int, eligible: int) -> list[int]:
-    """``count`` independent uniform ranks in [0, eligible), reproducible from ``key``."""
-    rng = random.Random(key)
-    return [rng.randrange(eligible) for _ in range(count)]
-
-
 def sample(backend: Backend, table: TableFn, items: exp.Table, olen: exp.Table, ell: int,
-           ranks: list[int], salt: str) -> tuple[exp.Table, exp.Table]:
-    """samp(s, record_id) and hits(s, record_id, item_id): adversary s = (u, Q), |Q| = ℓ."""
-    values = exp.Values(
-        expressions=[exp.Tuple(expressions=[exp.convert(s), exp.convert(rank)])
-                     for s, rank in enumerate(ranks, start=1)],
-        alias=exp.TableAlias(this=exp.to_identifier("v", quoted=True),
-                             columns=[exp.to_identifier("s", quoted=True),
-                                      exp.to_identifier("rk", quoted=True)]))
+           count: int, eligible: int, salt: str) -> tuple[exp.Table, exp.Table]:
+    """samp(s, record_id) and hits(s, record_id, item_id): adversary s = (u, Q), |Q| = ℓ, for
+    s = 1..count, u uniform among the ``eligible`` records with at least ℓ items."""
+    s = exp.column("s", table="g", quoted=True)
+    series = exp.func("generate_series", exp.cast(exp.Literal.number(1), "BIGINT"),
+                      exp.cast(placeholder("count"), "BIGINT"))
+    draws = exp.select(s.as_("s", quoted=True), exp.Mod(
+        this=backend.hex_prefix_value(md5_text(placeholder("salt"), s)),
+        expression=exp.cast(placeholder("eligible"), "BIGINT")).as_("rk", quoted=True)).from_(
+        exp.Table(this=series, alias=exp.TableAlias(this=exp.to_identifier("g", quoted=True),
+                                                    columns=[exp.to_identifier("s", quoted=True)])))
     order = exp.Order(expressions=[exp.Ordered(this=col("record_id"))])
-    eligible = (exp.select(col("record_id"),
-                           (exp.Window(this=exp.RowNumber(), order=order)
-                            - exp.Literal.number(1)).as_("rk", quoted=True))
-                .from_(olen.copy()).where(col("len") >= placeholder("l")))
+    long_enough = (exp.select(col("record_id"),
+                              (exp.Window(this=exp.RowNumber(), order=order)
+                              - exp.Literal.number(1)).as_("rk", quoted=True))
+                   .from_(olen.copy()).where(col("len") >= placeholder("l")))
     samp = fresh(backend, table, "samp")
-    backend.materialize(samp, exp.select(col("s", "v"), col("record_id", "e")).from_(values)
-                        .join(eligible.subquery("e"), on=col("rk", "e").eq(col("rk", "v"))),
-                        {"l": ell})
+    backend.materialize(samp, exp.select(col("s", "v"), col("record_id", "e"))
+                        .from_(draws.subquery("v"))
+                        .join(long_enough.subquery("e"), on=col("rk", "e").eq(col("rk", "v"))),
+                        {"l": ell, "count": count, "eligible": eligible, "salt": salt})
     key = backend.binary_sort_key(md5_text(placeholder("salt"), col("s", "p"),
                                            col("item_id", "b")))
     pick = exp.Window(this=exp.RowNumber(), partition_by=[col("s", "p")],

@@ -16,6 +16,7 @@ from setanon_sql.models.rho.suppression import rho_fraction
 SETTINGS = ("fixed", "personalized", "fixed+", "personalized+")
 DEFAULT_NOISE = 0.01  # Nakagawa et al. Sec. 6.1: "adding 1% of noise"
 CHOICES = ("paper", "fewest")  # d and the records of Alg. 1 l.12-14 (see rules.suppress)
+STOP_RULES = ("paper", "bound")  # when SAMPLESUPPRESSOR ends (see sampler.py)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class PrhoParams:
     column: str | None
     choice: str = "paper"
     repair_pool: int = 1
+    stop_rule: str = "paper"
 
     @property
     def sampled(self) -> bool:
@@ -136,13 +138,22 @@ def parse_params(params: dict[str, Any]) -> PrhoParams:
     if pool > 1 and epsilon is None:
         raise UsageError("--repair-pool applies to SAMPLESUPPRESSOR: give --epsilon and "
                          "--delta too, or leave it out")
+    stop_rule = params.get("stop_rule") or "paper"
+    if stop_rule not in STOP_RULES:
+        raise UsageError(f"--stop-rule {stop_rule!r} is not one of {', '.join(STOP_RULES)} "
+                         "('paper' = a sweep whose n_S check samples are all safe, 'bound' = a "
+                         "sweep whose drawn unsafe share has an upper confidence bound below "
+                         "epsilon)")
+    if stop_rule != "paper" and epsilon is None:
+        raise UsageError("--stop-rule applies to SAMPLESUPPRESSOR: give --epsilon and --delta "
+                         "too, or leave it out")
     if constraint is not None and not Path(constraint).is_file():
         raise InputError(f"--constraint {constraint!r}: no such file; give a FIMI file whose "
                          "line n lists the items record n protects")
     return PrhoParams(value, m, epsilon, delta, constraint, setting,
                       float(fraction) if fraction is not None else None,
                       float(noise) if noise is not None else DEFAULT_NOISE, params.get("column"),
-                      choice, pool)
+                      choice, pool, stop_rule)
 
 
 def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:

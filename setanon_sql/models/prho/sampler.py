@@ -13,11 +13,22 @@ first n_S of them, i.i.d. from A^ℓ as before, are the check; only when the che
 one are the unsafe adversaries of the whole pool repaired. A sweep that repairs nothing is one
 whose check samples are all safe, so the run still ends exactly as Alg. 2 l.4-10 says and
 Theorem 7 applies unchanged; the pool only lets one sweep repair what several sweeps of n_S
-samples would find one after the other. With N = 1 the draws equal the paper's.
+samples would find one after the other. With N = 1 the samples are drawn as the paper's are.
+
+``--stop-rule bound`` (not in the paper) ends at the first sweep in which, for every ℓ, the
+one-sided Clopper-Pearson upper bound of H_ℓ from the unsafe adversaries among all N·n_S draws
+is below ε; a size whose bound is not below ε has its unsafe draws repaired. The paper's rule
+asks for zero unsafe samples, which certifies far more than H_ℓ < ε (with n_S = 599 draws at
+ε = δ = 0.05, the bound is 1 - δ^(1/n_S) = 0.005) and so keeps suppressing long after the share
+is below ε. Sweep t tests each ℓ at confidence 1 - δ_t, δ_t = 6δ / (π² t²): the δ_t sum to δ,
+so the chance that ANY sweep's test of ℓ passes while H_ℓ >= ε is at most δ, and the output
+keeps Def. 6's Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m. The last sweep repairs nothing, so all of
+its tests saw the output itself, with draws made after it was fixed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -25,7 +36,6 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.adversaries import (
-    draw_ranks,
     eligible_counts,
     rules_query,
     sample,
@@ -36,13 +46,19 @@ from setanon_sql.models.prho.params import PrhoParams
 from setanon_sql.models.prho.recheck import still_unsafe
 from setanon_sql.models.prho.rules import fresh, suppress
 from setanon_sql.runs import RunContext
+from setanon_sql.stats.binomial import upper_bound
+
+
+def sweep_delta(delta: float, sweep: int) -> float:
+    """δ_t = 6δ / (π² t²), the error allowed to sweep t's test of one ℓ (Σ_t δ_t = δ)."""
+    return 6 * delta / (math.pi ** 2 * sweep ** 2)
 
 
 def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
                           constraint: Constraint, base: exp.Table, istat0: exp.Table
                           ) -> tuple[exp.Table, list[dict[str, Any]], dict[str, Any]]:
     """Suppress until a whole sweep of samples is safe; the final D', history and figures."""
-    assert chosen.m is not None
+    assert chosen.m is not None and chosen.epsilon is not None and chosen.delta is not None
     table, seed, m, n_s = context.table, context.seed or 0, chosen.m, chosen.n_samples
     eligible = eligible_counts(backend, base, m)
     olen = fresh(backend, table, "olen")
@@ -55,8 +71,8 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                 continue
             started = time.perf_counter()
             key = f"{seed}:{sweep}:{ell}"
-            samp, hits = sample(backend, table, base, olen, ell,
-                                draw_ranks(key, n_s * chosen.repair_pool, eligible[ell]), key)
+            samp, hits = sample(backend, table, base, olen, ell, n_s * chosen.repair_pool,
+                                eligible[ell], key)
             unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                         chosen.rho)
             in_pool, n_unsafe = (int(n) for n in backend.query(
@@ -64,7 +80,15 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}
             if chosen.repair_pool > 1:
                 entry["unsafe_in_pool"] = in_pool
-            if n_unsafe:
+            if chosen.stop_rule == "bound":
+                # every draw is part of the check; repair while the share may reach epsilon
+                bound = upper_bound(in_pool, n_s * chosen.repair_pool,
+                                    sweep_delta(chosen.delta, sweep))
+                entry["share_upper_bound"] = round(bound, 6)
+                repair = bound >= chosen.epsilon
+            else:
+                repair = n_unsafe > 0  # Alg. 2 l.9: any unsafe check sample
+            if repair:
                 safe = False
                 rules = fresh(backend, table, "rules")
                 backend.materialize(rules, rules_query(unsafe, hits, ell, m))
@@ -98,6 +122,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             break
     backend.drop_table(olen)
     figures = {"samples_per_l": n_s, "repair_pool": chosen.repair_pool, "sweeps": sweep,
+               "stop_rule": chosen.stop_rule,
                "epsilon": chosen.epsilon, "delta": chosen.delta,
                "eligible_records_per_l": eligible}
     return cur, history, figures

@@ -2,14 +2,16 @@
 
 Exact runs (SUPPRESSOR): every adversary (u, Q), Q ⊆ D_u, |Q| <= m, is re-checked in SQL: no
 sensitive rule of the published table may exceed ρ for an e some u ⊇ Q protects. Sampled runs
-(SAMPLESUPPRESSOR): 4·n_S fresh adversaries per ℓ (another seed than the run's), and by
-Hoeffding's inequality (eq. 9) H_ℓ <= Ĥ_ℓ + sqrt(ln(1/δ) / (2n)) with probability >= 1 - δ;
-the run passes when that bound is below ε for every ℓ.
+(SAMPLESUPPRESSOR): fresh adversaries per ℓ (another seed than the run's), 4·n_S of them, or
+4·N·n_S for ``--stop-rule bound`` (that rule stops once its N·n_S draws bound the share below ε,
+so the share may lie close to ε and a smaller sample could not decide). Per ℓ, the one-sided
+Clopper-Pearson bounds at confidence 1 - δ decide: pass when the upper bound is below ε, fail
+when the lower bound is above it, else inconclusive. (Hoeffding's bound, eq. 9, was used
+before: it is valid but loose for small shares, sqrt(ln(1/δ) / (2n)) = ε/2 whatever the share.)
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from typing import Any
 
@@ -20,7 +22,6 @@ from setanon_sql.catalog import Dataset, Run
 from setanon_sql.io.published import published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.prho.adversaries import (
-    draw_ranks,
     eligible_counts,
     sample,
     unsafe_adversaries,
@@ -31,8 +32,9 @@ from setanon_sql.models.prho.params import parse_params
 from setanon_sql.models.prho.rules import exact_rules, original_levels
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.qids import col
+from setanon_sql.stats.binomial import decide
 
-VERIFY_FACTOR = 4  # fresh samples per ℓ = 4·n_S: the bound's sampling term is ε/2
+VERIFY_FACTOR = 4  # fresh samples per ℓ = 4·n_S (times the pool for --stop-rule bound)
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
@@ -97,35 +99,34 @@ def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items:
 def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
              constraint: Constraint, chosen: Any, run: Run
              ) -> tuple[bool, bool, str, dict[str, Any]]:
-    """(passed, inconclusive, covered, details): per l, pass when the one-sided Hoeffding upper
-    bound of the unsafe share is below epsilon, fail when the lower bound is above it, else the
-    sample cannot decide (inconclusive)."""
-    n = VERIFY_FACTOR * chosen.n_samples
+    """(passed, inconclusive, covered, details): per l, pass when the one-sided Clopper-Pearson
+    upper bound of the unsafe share is below epsilon, fail when the lower bound is above it,
+    else the sample cannot decide (inconclusive)."""
+    n = VERIFY_FACTOR * chosen.n_samples * (chosen.repair_pool
+                                            if chosen.stop_rule == "bound" else 1)
     eligible = eligible_counts(backend, base, chosen.m)
     olen, istat0 = table("olen"), table("istat0")
     backend.materialize(olen, "prho_lengths", tables={"items": base})
     backend.materialize(istat0, "rho_istat0", tables={"base": base})
-    spread = math.sqrt(math.log(1 / chosen.delta) / (2 * n))
     per_l: dict[str, Any] = {}
     ok, failed = True, False
     for ell in range(1, chosen.m + 1):
         if eligible[ell] == 0:
             continue
         key = f"verify:{run.seed}:{ell}"
-        samp, hits = sample(backend, table, base, olen, ell, draw_ranks(key, n, eligible[ell]),
-                            key)
+        samp, hits = sample(backend, table, base, olen, ell, n, eligible[ell], key)
         unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                     chosen.rho)
         count = int(backend.scalar("prho_unsafe_samples", tables={"unsafe": unsafe}))
-        upper, lower = count / n + spread, count / n - spread
-        ok = ok and upper < chosen.epsilon
-        failed = failed or lower > chosen.epsilon
+        decision = decide(count, n, chosen.epsilon, chosen.delta)
+        ok = ok and decision.upper < chosen.epsilon
+        failed = failed or decision.lower > chosen.epsilon
         per_l[str(ell)] = {"unsafe": count, "samples": n, "unsafe_share": count / n,
-                           "hoeffding_upper_bound": round(upper, 6),
-                           "hoeffding_lower_bound": round(lower, 6)}
+                           "upper_bound": round(decision.upper, 6),
+                           "lower_bound": round(decision.lower, 6)}
     return ok, not ok and not failed, (
         f"sampled: {n} fresh adversaries per l = 1..{chosen.m} (seed 'verify:{run.seed}', not "
-        f"the run's draws); passes when unsafe share + sqrt(ln(1/delta)/2n) < epsilon = "
-        f"{chosen.epsilon}, fails when unsafe share - that margin > epsilon, confidence "
-        f"{1 - chosen.delta:g} each; in between: inconclusive"), {
+        f"the run's draws); passes when the one-sided Clopper-Pearson upper bound of the unsafe "
+        f"share is below epsilon = {chosen.epsilon}, fails when the lower bound is above it, "
+        f"confidence {1 - chosen.delta:g} each; in between: inconclusive"), {
         "per_l": per_l, "delta": chosen.delta}
