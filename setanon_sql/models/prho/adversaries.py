@@ -96,15 +96,52 @@ def cover_query(cur: exp.Table, hits: exp.Table, istat0: exp.Table) -> exp.Selec
             .having(exp.func("count", exp.Star()).eq(placeholder("l"))))
 
 
+def q_columns(hits: exp.Table, width: int) -> exp.Select:
+    """(s, q1..q_width): the items of sample s's Q in item order, 0 past |Q|."""
+    ordered = exp.Window(this=exp.RowNumber(), partition_by=[col("s")],
+                         order=exp.Order(expressions=[exp.Ordered(this=col("item_id"))]))
+    numbered = exp.select(col("s"), col("item_id"), ordered.as_("j", quoted=True)).from_(
+        hits.copy())
+    return exp.select(col("s"), *(
+        exp.func("coalesce", exp.func("max", exp.Case().when(
+            col("j").eq(exp.Literal.number(j)), col("item_id"))), exp.Literal.number(0))
+        .as_(f"q{j}", quoted=True) for j in range(1, width + 1))).from_(
+        numbered.subquery("n")).group_by(col("s"))
+
+
+def distinct_qids(backend: Backend, table: TableFn, hits: exp.Table,
+                  ell: int) -> tuple[exp.Table, exp.Table]:
+    """smap(s, q): sample s asks about the q-th distinct Q; qhits(s, item_id): the items of Q
+    number s. Samples share their Q often (every sample of ℓ = 1 asks about one of the items,
+    popular ones most), and supp(Q) and supp(Q + {e}) depend on Q alone: only E_u is the
+    sample's own, so the supports are counted once per distinct Q."""
+    order = exp.Order(expressions=[exp.Ordered(this=col(f"q{j}")) for j in range(1, ell + 1)])
+    smap = fresh(backend, table, "smap")
+    backend.materialize(smap, exp.select(
+        col("s"), exp.Window(this=exp.func("dense_rank"), order=order).as_("q", quoted=True))
+        .from_(q_columns(hits, ell).subquery("p")))
+    qhits = fresh(backend, table, "qhits")
+    backend.materialize(qhits, exp.select(col("q", "m").as_("s", quoted=True),
+                                          col("item_id", "h")).distinct()
+                        .from_(with_alias(smap, "m"))
+                        .join(with_alias(hits, "h"), on=col("s", "h").eq(col("s", "m"))))
+    return smap, qhits
+
+
 def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: exp.Table,
                        hits: exp.Table, istat0: exp.Table, constraint: Constraint, ell: int,
                        rho: Fraction) -> exp.Table:
-    """unsafe(s, e, sx, sq): e ∈ E_u \\ Q with conf_{D'}(Q -> e) = sx / sq > ρ (Alg. 2 l.8)."""
+    """unsafe(s, e, sx, sq): e ∈ E_u \\ Q with conf_{D'}(Q -> e) = sx / sq > ρ (Alg. 2 l.8).
+
+    The supports are counted per distinct Q (:func:`distinct_qids`), the rules above ρ then
+    joined back to every sample asking about that Q, and kept where e ∈ E_u of its record.
+    """
+    smap, qhits = distinct_qids(backend, table, hits, ell)
     cover = fresh(backend, table, "cover")
-    backend.materialize(cover, cover_query(cur, hits, istat0), {"l": ell})
+    backend.materialize(cover, cover_query(cur, qhits, istat0), {"l": ell})
     sq = (exp.select(col("s"), exp.func("count", exp.Star()).as_("n", quoted=True))
           .from_(cover.copy()).group_by(col("s")))
-    in_q = (exp.select(exp.Literal.number(1)).from_(with_alias(hits, "h"))
+    in_q = (exp.select(exp.Literal.number(1)).from_(with_alias(qhits, "h"))
             .where(exp.and_(col("s", "h").eq(col("s", "cv")),
                             col("item_id", "h").eq(col("item_id", "c")))))
     px = (exp.select(col("s", "cv"), col("item_id", "c").as_("e", quoted=True),
@@ -113,16 +150,20 @@ def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: e
           .join(with_alias(cur, "c"), on=col("record_id", "c").eq(col("v", "cv")))
           .where(exp.not_(exp.Exists(this=in_q)))
           .group_by(col("s", "cv"), col("item_id", "c")))
-    query = (exp.select(col("s", "x"), col("e", "x"), col("sx", "x"),
+    above = (exp.select(col("s", "x").as_("q", quoted=True), col("e", "x"), col("sx", "x"),
                         col("n", "y").as_("sq", quoted=True))
              .from_(px.subquery("x"))
              .join(sq.subquery("y"), on=col("s", "y").eq(col("s", "x")))
-             .join(with_alias(samp, "sp"), on=col("s", "sp").eq(col("s", "x")))
              .where(placeholder("den") * col("sx", "x") > placeholder("num") * col("n", "y")))
-    query = constraint.member_filter(backend, query, col("record_id", "sp"), col("e", "x"))
+    query = (exp.select(col("s", "m"), col("e", "a"), col("sx", "a"), col("sq", "a"))
+             .from_(above.subquery("a"))
+             .join(with_alias(smap, "m"), on=col("q", "m").eq(col("q", "a")))
+             .join(with_alias(samp, "sp"), on=col("s", "sp").eq(col("s", "m"))))
+    query = constraint.member_filter(backend, query, col("record_id", "sp"), col("e", "a"))
     unsafe = fresh(backend, table, "unsafe")
     backend.materialize(unsafe, query, {**rho_params(rho), **constraint.params()})
-    backend.drop_table(cover)
+    for work in (cover, smap, qhits):
+        backend.drop_table(work)
     return unsafe
 
 
@@ -132,15 +173,7 @@ def rules_query(unsafe: exp.Table, hits: exp.Table, ell: int, m: int) -> exp.Sel
     Columns rule_id, part, q1..q_m, e, x1..x_{m+1} (Q + {e} in item order, 0-padded), size,
     sx, sq, w; x_j = q_j before e's place p, e at p + 1, q_{j-1} after.
     """
-    ordered = exp.Window(this=exp.RowNumber(), partition_by=[col("s")],
-                         order=exp.Order(expressions=[exp.Ordered(this=col("item_id"))]))
-    numbered = exp.select(col("s"), col("item_id"), ordered.as_("j", quoted=True)).from_(
-        hits.copy())
-    pivot = exp.select(col("s"), *(
-        exp.func("coalesce", exp.func("max", exp.Case().when(
-            col("j").eq(exp.Literal.number(j)), col("item_id"))), exp.Literal.number(0))
-        .as_(f"q{j}", quoted=True) for j in range(1, m + 1))).from_(
-        numbered.subquery("n")).group_by(col("s"))
+    pivot = q_columns(hits, m)
     qs = [col(f"q{j}", "p") for j in range(1, m + 1)]
     distinct = (exp.select(*qs, col("e", "u"), col("sx", "u"), col("sq", "u")).distinct()
                 .from_(with_alias(unsafe, "u"))
