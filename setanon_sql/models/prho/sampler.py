@@ -45,6 +45,7 @@ from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
 from setanon_sql.models.prho.recheck import still_unsafe
 from setanon_sql.models.prho.rules import fresh, suppress
+from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 from setanon_sql.stats.binomial import upper_bound
 
@@ -88,6 +89,10 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                 repair = bound >= chosen.epsilon
             else:
                 repair = n_unsafe > 0  # Alg. 2 l.9: any unsafe check sample
+            report("search", f"sweep {sweep}, adversaries of {ell} items: {in_pool:,} of "
+                   f"{n_s * chosen.repair_pool:,} draws unsafe"
+                   + (f", share <= {entry['share_upper_bound']:.4f}" if "share_upper_bound"
+                      in entry else "") + (", repairing" if repair else ""))
             if repair:
                 safe = False
                 rules = fresh(backend, table, "rules")
