@@ -56,6 +56,7 @@ def test_unsafe_share_is_below_epsilon_for_every_l(db: Backend, tmp_path: Path, 
     assert result.details["per_l"]["1"]["samples"] == 4 * 116
 
 
+@pytest.mark.on_spark(seeds=[6])
 @pytest.mark.parametrize(("setting", "seed", "pool"),
                          [("personalized", 5, 1), ("personalized+", 6, 4), ("fixed", 7, 2)])
 def test_bound_stop_rule_keeps_the_share_below_epsilon(db: Backend, tmp_path: Path,
