@@ -18,7 +18,7 @@ samples would find one after the other. With N = 1 the samples are drawn as the 
 ``--stop-rule bound`` (not in the paper) ends at the first sweep in which, for every ℓ, the
 one-sided Clopper-Pearson upper bound of H_ℓ from the unsafe adversaries among all N·n_S draws
 is below ε; a size whose bound is not below ε has its unsafe draws repaired. The paper's rule
-asks for zero unsafe samples, which certifies far more than H_ℓ < ε (with n_S = 599 draws at
+asks for zero unsafe samples, which certifies far more than H_ℓ < ε (with n_S = 600 draws at
 ε = δ = 0.05, the bound is 1 - δ^(1/n_S) = 0.005) and so keeps suppressing long after the share
 is below ε. Sweep t tests each ℓ at confidence 1 - δ_t, δ_t = 6δ / (π² t²): the δ_t sum to δ,
 so the chance that ANY sweep's test of ℓ passes while H_ℓ >= ε is at most δ, and the output
