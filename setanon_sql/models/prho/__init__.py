@@ -5,7 +5,9 @@ Every record u names the items E_u it wants protected (``--constraint FILE``, or
 D' is safe for it iff conf_{D'}(Q -> e) <= ρ for every e ∈ E_u \\ Q, or supp_{D'}(Q) = 0
 (Defs. 2, 3, 5). SUPPRESSOR (Alg. 1) makes every adversary safe; with ``--epsilon --delta``
 SAMPLESUPPRESSOR (Alg. 2) stops when n_S sampled adversaries per ℓ <= m are all safe, which gives
-(ε, δ)-ρ^m-uncertainty (Def. 6, Thm. 7). The output is a record-by-record subset of the input.
+(ε, δ)-ρ^m-uncertainty (Def. 6, Thm. 7), or with ``--stop-rule bound`` when a confidence bound
+puts every ℓ's unsafe share below ε (see sampler.py). The output is a record-by-record subset of
+the input.
 """
 
 from __future__ import annotations
