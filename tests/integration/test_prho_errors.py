@@ -42,6 +42,9 @@ def baskets(db: Backend, tmp_path: Path) -> api.Dataset:
     ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "repair_pool": 0},
      "--repair-pool 0 must be a whole number >= 1"),
     ({"rho": 0.5, **GEN, "repair_pool": 4}, "--repair-pool applies to SAMPLESUPPRESSOR"),
+    ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "stop_rule": "soon"},
+     "--stop-rule 'soon' is not one of paper, bound"),
+    ({"rho": 0.5, **GEN, "stop_rule": "bound"}, "--stop-rule applies to SAMPLESUPPRESSOR"),
 ])
 def test_bad_parameters(db: Backend, baskets: api.Dataset, params: dict, message: str) -> None:
     error = api.InputError if "no such" in message else api.UsageError
