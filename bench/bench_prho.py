@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from setanon_sql import api, metrics
 from setanon_sql.models import require_model
+from setanon_sql.models.prho.params import parse_params
+from setanon_sql.models.prho.verify import verify_sample_size
 from setanon_sql.stats import binomial
 from tests.oracle import prho_oracle as oracle
 
@@ -133,7 +135,7 @@ def check_output(db: Any, dataset: Any, run: Any, original: oracle.Records, labe
     subset = oracle.is_record_subset(original, published)
     if sampled:
         f = run.figures
-        n = 4 * f["samples_per_l"] * (f["repair_pool"] if f["stop_rule"] == "bound" else 1)
+        n = verify_sample_size(parse_params(run.params))
         shares = [oracle.sampled_unsafe_share(original, published, member, rho, ell, n,
                                               1000 + seed)
                   for ell in range(1, int(m) + 1)]

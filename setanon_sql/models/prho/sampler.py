@@ -61,6 +61,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
     """Suppress until a whole sweep of samples is safe; the final D', history and figures."""
     assert chosen.m is not None and chosen.epsilon is not None and chosen.delta is not None
     table, seed, m, n_s = context.table, context.seed or 0, chosen.m, chosen.n_samples
+    drawn = n_s * chosen.repair_pool  # draws per sweep and ℓ; the first n_s are Alg. 2's check
     eligible = eligible_counts(backend, base, m)
     olen = fresh(backend, table, "olen")
     backend.materialize(olen, "prho_lengths", tables={"items": base})
@@ -72,8 +73,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                 continue
             started = time.perf_counter()
             key = f"{seed}:{sweep}:{ell}"
-            samp, hits = sample(backend, table, base, olen, ell, n_s * chosen.repair_pool,
-                                eligible[ell], key)
+            samp, hits = sample(backend, table, base, olen, ell, drawn, eligible[ell], key)
             unsafe = unsafe_adversaries(backend, table, cur, samp, hits, istat0, constraint, ell,
                                         chosen.rho)
             in_pool, n_unsafe = (int(n) for n in backend.query(
@@ -81,18 +81,17 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             entry: dict[str, Any] = {"sweep": sweep, "l": ell, "unsafe_samples": n_unsafe}
             if chosen.repair_pool > 1:
                 entry["unsafe_in_pool"] = in_pool
+            shown = f"{in_pool:,} of {drawn:,} draws unsafe"
             if chosen.stop_rule == "bound":
                 # every draw is part of the check; repair while the share may reach epsilon
-                bound = upper_bound(in_pool, n_s * chosen.repair_pool,
-                                    sweep_delta(chosen.delta, sweep))
+                bound = upper_bound(in_pool, drawn, sweep_delta(chosen.delta, sweep))
                 entry["share_upper_bound"] = round(bound, 6)
+                shown += f", share <= {bound:.4f}"
                 repair = bound >= chosen.epsilon
             else:
                 repair = n_unsafe > 0  # Alg. 2 l.9: any unsafe check sample
-            report("search", f"sweep {sweep}, adversaries of {ell} items: {in_pool:,} of "
-                   f"{n_s * chosen.repair_pool:,} draws unsafe"
-                   + (f", share <= {entry['share_upper_bound']:.4f}" if "share_upper_bound"
-                      in entry else "") + (", repairing" if repair else ""))
+            report("search", f"sweep {sweep}, adversaries of {ell} items: {shown}"
+                   + (", repairing" if repair else ""))
             if repair:
                 safe = False
                 rules = fresh(backend, table, "rules")

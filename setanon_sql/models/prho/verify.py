@@ -28,13 +28,20 @@ from setanon_sql.models.prho.adversaries import (
 )
 from setanon_sql.models.prho.build import build_constraint
 from setanon_sql.models.prho.constraint import Constraint
-from setanon_sql.models.prho.params import parse_params
+from setanon_sql.models.prho.params import PrhoParams, parse_params
 from setanon_sql.models.prho.rules import exact_rules, original_levels
 from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.qids import col
 from setanon_sql.stats.binomial import decide
 
 VERIFY_FACTOR = 4  # fresh samples per ℓ = 4·n_S (times the pool for --stop-rule bound)
+
+
+def verify_sample_size(chosen: PrhoParams) -> int:
+    """Fresh adversaries per ℓ the sampled verifier draws: 4·n_S, times the pool for
+    ``--stop-rule bound`` (whose share may lie close to ε)."""
+    pool = chosen.repair_pool if chosen.stop_rule == "bound" else 1
+    return VERIFY_FACTOR * chosen.n_samples * pool
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
@@ -102,8 +109,7 @@ def _sampled(backend: Backend, table: Any, base: exp.Table, cur: exp.Table,
     """(passed, inconclusive, covered, details): per l, pass when the one-sided Clopper-Pearson
     upper bound of the unsafe share is below epsilon, fail when the lower bound is above it,
     else the sample cannot decide (inconclusive)."""
-    n = VERIFY_FACTOR * chosen.n_samples * (chosen.repair_pool
-                                            if chosen.stop_rule == "bound" else 1)
+    n = verify_sample_size(chosen)
     eligible = eligible_counts(backend, base, chosen.m)
     olen, istat0 = table("olen"), table("istat0")
     backend.materialize(olen, "prho_lengths", tables={"items": base})
