@@ -136,11 +136,63 @@ def test_records_of_a_rule_from_the_levels_or_by_its_items_give_the_same_output(
         with monkeypatch.context() as patch:
             patch.setattr(prho_rules, "level_members_pay", lambda *_, answer=levels: answer)
             dataset = api.load_transactions(db, source, f"d{int(levels)}")
-            params: dict[str, Any] = {"rho": 0.5, "setting": "fixed", "sensitive_fraction": 0.4}
+            params: dict[str, Any] = {"rho": 0.5, "setting": "personalized",
+                                      "sensitive_fraction": 0.4}
             run = run_prho(db, dataset, seed, **(params if m is None else {**params, "m": m}))
             outputs.append(published(db, dataset, run, tmp_path))
             assert api.verify(db, dataset, run).ok
     assert outputs[0] == outputs[1]
-    constraint = oracle.generated_constraint(original, "fixed", seed, 0.4, 0.01)
+    constraint = oracle.generated_constraint(original, "personalized", seed, 0.4, 0.01)
     assert oracle.unsafe_adversaries(original, original, constraint, Fraction(1, 2), m)
     assert oracle.unsafe_adversaries(original, outputs[0], constraint, Fraction(1, 2), m) == []
+
+
+@pytest.mark.on_spark(seeds=[2])
+@pytest.mark.parametrize(("setting", "seed", "m"), [("fixed", 1, None), ("fixed", 2, 2),
+                                                    ("fixed", 3, 3), ("fixed+", 12, None),
+                                                    ("fixed+", 13, 2)])
+def test_same_constraint_for_everyone_runs_by_stages(db: Backend, tmp_path: Path, setting: str,
+                                                     seed: int, m: int | None) -> None:
+    """E_u = S for every record: SUPPRESSOR goes through the rho model's stages (one per qid
+    size), and the brute force finds no unsafe adversary of up to m items."""
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 36, 9, 5))
+    original = oracle.read_fimi(source)
+    constraint = oracle.generated_constraint(original, setting, seed, 0.4, 0.05)
+    dataset = api.load_transactions(db, source, "d")
+    params: dict[str, Any] = {"rho": 0.5, "setting": setting, "sensitive_fraction": 0.4,
+                              "noise": 0.05}
+    run = run_prho(db, dataset, seed, **(params if m is None else {**params, "m": m}))
+    output = published(db, dataset, run, tmp_path)
+    assert oracle.unsafe_adversaries(original, original, constraint, Fraction(1, 2), m)
+    assert oracle.unsafe_adversaries(original, output, constraint, Fraction(1, 2), m) == []
+    assert oracle.is_record_subset(original, output)
+    stages = run.figures["stages"]
+    assert [s["qid_size"] for s in stages] == list(range(1, run.figures["largest_qid_checked"]
+                                                          + 1))
+    assert run.figures["support_mismatches"] == 0
+    assert run.figures["suppressed"] == sum(s["suppressed"] for s in stages) > 0
+    assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize(("seed", "m"), [(4, None), (5, 2), (6, 3)])
+def test_fixed_setting_is_the_rho_model_with_h_dist(db: Backend, tmp_path: Path, seed: int,
+                                                    m: int | None) -> None:
+    """With S given to the rho model as its sensitive items, ``--heuristic dist`` (eq. 5 of
+    Jia et al., which is F of eq. 8) gives the very same output as prho's fixed setting."""
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 9, 5))
+    original = oracle.read_fimi(source)
+    common = oracle.generated_constraint(original, "fixed", seed, 0.4, 0.01)[0]
+    write(tmp_path / "s.txt", "".join(f"{label}\n" for label in sorted(common)))
+    bound = {} if m is None else {"m": m}
+    outputs = []
+    for model, params in ((PRHO, {"rho": 0.5, "setting": "fixed", "sensitive_fraction": 0.4}),
+                          (require_model("rho"), {"rho": 0.5, "heuristic": "dist",
+                                                  "sensitive": str(tmp_path / "s.txt")})):
+        dataset = api.load_transactions(db, source, f"d{model.name}")
+        api.anonymize(db, dataset, model, {**params, **bound}, seed=seed)
+        outputs.append(published(db, dataset, api.get_run(db, dataset, "latest"), tmp_path))
+    assert oracle.unsafe_adversaries(original, original, [common] * len(original),
+                                     Fraction(1, 2), m)
+    assert outputs[0] == outputs[1]

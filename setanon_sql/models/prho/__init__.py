@@ -31,6 +31,7 @@ from setanon_sql.models.prho.params import (
     validate,
 )
 from setanon_sql.models.prho.sampler import run_sample_suppressor
+from setanon_sql.models.prho.staged import run_staged, staged_applies
 from setanon_sql.models.prho.suppressor import run_suppressor
 from setanon_sql.models.prho.verify import verify_run
 from setanon_sql.models.rho.check import check_shape
@@ -46,7 +47,6 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     attribute, items, dictionary = suppression_target(backend, dataset, chosen.column,
                                                       "--model prho")
     records = backend.table(dataset.records_table)
-    shape = None if chosen.sampled else check_shape(backend, items, chosen.m)
     constraint = build_constraint(backend, context.table, context.seed or 0, chosen, items,
                                   records, dictionary)
     context.figures.update(constraint.figures)
@@ -55,16 +55,28 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         col("record_id"), col("item_id"),
         exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True)).from_(items.copy()))
     istat0 = context.table("istat0")
-    backend.materialize(istat0, "rho_istat0", tables={"base": base})
-    if shape is not None:
+    if chosen.sampled:
+        backend.materialize(istat0, "rho_istat0", tables={"base": base})
+        final, history, sampled = run_sample_suppressor(backend, context, chosen, constraint,
+                                                        base, istat0)
+        context.figures.update(sampled)
+    elif staged_applies(constraint, chosen):
+        conseq = context.table("conseq")
+        backend.materialize(conseq, constraint.consequents())
+        # The stages check each level above a qid size on the data as it is then, with only
+        # the itemsets that hold an item of S (as the rho model estimates its own runs).
+        shape = check_shape(backend, items, chosen.m, conseq, deferred_top=True)
+        final, history = ((base, []) if shape.width < 2 else
+                          run_staged(backend, context, chosen, conseq, base, shape))
+        backend.drop_table(conseq)
+        context.figures["largest_qid_checked"] = shape.max_q
+    else:
+        shape = check_shape(backend, items, chosen.m)
+        backend.materialize(istat0, "rho_istat0", tables={"base": base})
         final, history = ((base, []) if shape.width < 2 else
                           run_suppressor(backend, context, chosen, constraint, base, istat0,
                                          shape))
         context.figures["largest_qid_checked"] = shape.max_q
-    else:
-        final, history, sampled = run_sample_suppressor(backend, context, chosen, constraint,
-                                                        base, istat0)
-        context.figures.update(sampled)
     context.set_phase("publish")
     out = context.table(f"items_{attribute.attr_no}")
     backend.materialize(out, exp.select(col("record_id"), col("item_id")).from_(final.copy()))

@@ -85,7 +85,9 @@ def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Co
     :func:`build_supports`) for :func:`suppress` to read C(Q + {e}) from; the caller drops
     them. Otherwise they are dropped and the list is empty.
     """
-    levels, supx = build_supports(backend, table, cur, width)
+    # X = Q + {e} holds its consequent: the level above the largest Q keeps only the itemsets
+    # that hold a possible consequent (the rho model's pruning, :func:`.qids.build_levels`).
+    levels, supx = build_supports(backend, table, cur, width, conseq, max_q)
     query = unsafe_rules_query(supx, conseq, None, width, max_q)
     if not constraint.per_record:
         backend.materialize(target, query, rho_params(rho))

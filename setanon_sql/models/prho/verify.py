@@ -85,11 +85,14 @@ def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
 
 def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items: exp.Table,
            constraint: Constraint, chosen: Any) -> tuple[bool, str, dict[str, Any]]:
-    shape = check_shape(backend, items, chosen.m)
+    conseq = table("conseq")
+    backend.materialize(conseq, constraint.consequents())
+    # The enumeration is of the published table (and, when E_u differs between records, of
+    # the input's itemsets of up to m items); its level above m only holds itemsets with a
+    # possible consequent.
+    shape = check_shape(backend, items if constraint.per_record else cur, chosen.m, conseq)
     unsafe = 0
     if shape.width >= 2:
-        conseq = table("conseq")
-        backend.materialize(conseq, constraint.consequents())
         olevels = (original_levels(backend, table, base,
                                                min(shape.max_q, shape.width - 1))
                    if constraint.per_record else [])
