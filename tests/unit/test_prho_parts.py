@@ -13,6 +13,8 @@ from setanon_sql.models.prho.adversaries import rules_query
 from setanon_sql.models.prho.constraint import threshold
 from setanon_sql.models.prho.params import count_lines, sample_size
 from setanon_sql.models.prho.sampler import sweep_delta
+from setanon_sql.models.prho.staged import ONE_STAGE_MAX_ROWS, one_stage_within_reach
+from setanon_sql.models.rho.check import CheckShape
 from setanon_sql.sqlrender import qualified_table
 
 
@@ -51,3 +53,17 @@ def test_sampled_rules_render_with_e_merged_into_q(dialect: str) -> None:
     sql = rules_query(qualified_table("s", "unsafe"), qualified_table("s", "hits"), 2, 3).sql(
         dialect=dialect)
     assert '"x4"' in sql and '"q3"' in sql and '"x5"' not in sql
+
+
+def test_one_stage_only_where_its_enumeration_is_within_reach() -> None:
+    """Short records: every qid size in one stage; a million 10-item records at --m 3 (the
+    estimate refused the single pass there) go by stages."""
+    shape = CheckShape(width=4, max_q=3, rows=0)
+    assert one_stage_within_reach({(5, 2): 10_000, (3, 1): 50_000}, shape)
+    assert not one_stage_within_reach({(10, 4): 1_000_000}, shape)
+    # A 10-item record holding 4 items of S: 10 + 45 + 120 qids, and of its 210 sets of four
+    # items the 195 that hold an item of S (the level above m keeps only those).
+    per_record = 10 + 45 + 120 + 195
+    records = ONE_STAGE_MAX_ROWS // per_record
+    assert one_stage_within_reach({(10, 4): records}, shape)
+    assert not one_stage_within_reach({(10, 4): records + 1}, shape)

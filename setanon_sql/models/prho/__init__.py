@@ -31,10 +31,14 @@ from setanon_sql.models.prho.params import (
     validate,
 )
 from setanon_sql.models.prho.sampler import run_sample_suppressor
-from setanon_sql.models.prho.staged import run_staged, staged_applies
+from setanon_sql.models.prho.staged import (
+    one_stage_within_reach,
+    run_staged,
+    staged_applies,
+)
 from setanon_sql.models.prho.suppressor import run_suppressor
 from setanon_sql.models.prho.verify import verify_run
-from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.check import check_shape, length_histogram
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.target import suppression_target
 from setanon_sql.runs import RunContext
@@ -65,9 +69,12 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         backend.materialize(conseq, constraint.consequents())
         # The stages check each level above a qid size on the data as it is then, with only
         # the itemsets that hold an item of S (as the rho model estimates its own runs).
-        shape = check_shape(backend, items, chosen.m, conseq, deferred_top=True)
+        histogram = length_histogram(backend, items, conseq)
+        shape = check_shape(backend, items, chosen.m, conseq, deferred_top=True,
+                            histogram=histogram)
         final, history = ((base, []) if shape.width < 2 else
-                          run_staged(backend, context, chosen, conseq, base, shape))
+                          run_staged(backend, context, chosen, conseq, base, shape,
+                                     one_stage_within_reach(histogram, shape)))
         backend.drop_table(conseq)
         context.figures["largest_qid_checked"] = shape.max_q
     else:

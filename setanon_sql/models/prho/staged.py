@@ -6,11 +6,12 @@ original record (D' is a record-by-record subset of D). Personalized ρ^m-uncert
 Jia et al.'s ρ-uncertainty with S sensitive and qids of at most m items, and Alg. 1's choice
 of d, F = D'(d) log(D'(d)/D(d)) / N_s(d) (eq. 8, D(t) the share of t among all occurrences), is
 H_dist (Jia et al. eq. 5) with the same tie-breaks (the rho model's ``choice.py``; the
-``prho_choose`` statement). So the rho model's suppressor runs it: qids of growing size in
-stages (Alg. 1 l.5 also goes ℓ = 1 .. max), supports counted once and kept up to date, the
-level above the largest qid only with itemsets that hold an item of S, rules of one holder
-collapsed (:mod:`..rho.stages`). The last stage ends only when a count from scratch finds no
-unsafe rule with a qid of up to m items (Alg. 1 l.3-4).
+``prho_choose`` statement). So the rho model's suppressor runs it: supports counted once and
+kept up to date, the level above the largest qid only with itemsets that hold an item of S,
+rules of one holder collapsed, and, where one pass over every qid size at once is out of
+reach, qids of growing size in stages (Alg. 1 l.5 also goes ℓ = 1 .. max; :mod:`..rho.stages`).
+The last stage ends only when a count from scratch finds no unsafe rule with a qid of up to m
+items (Alg. 1 l.3-4).
 
 Why: the single pass of :mod:`.suppressor` counts every itemset of up to m + 1 items in every
 round; on 1M Quest records at ``--m 3`` its first round ran DuckDB out of 10 GB (BENCHMARKS.md,
@@ -27,7 +28,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
-from setanon_sql.models.rho.check import CheckShape
+from setanon_sql.models.rho.check import CheckShape, pruned_rows
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.stages import run_stages
 from setanon_sql.runs import RunContext
@@ -42,13 +43,37 @@ def staged_applies(constraint: Constraint, chosen: PrhoParams) -> bool:
     return not constraint.per_record and chosen.choice == "paper" and not chosen.sampled
 
 
+# The most (record, itemset) rows one stage enumerates from the input; above it, stages. The
+# largest one-stage run measured: 116.8M rows (200k Quest records, --m 3, fixed 40%), 191.3 s,
+# peak RSS 9.7 GiB at DuckDB's memory_limit=10GB; its staged run took 100.0 s (BENCHMARKS.md).
+ONE_STAGE_MAX_ROWS = 120_000_000
+
+
+def one_stage_within_reach(histogram: dict[tuple[int, int], int], shape: CheckShape) -> bool:
+    """Whether the last stage alone (every qid size at once, from the input) enumerates at
+    most ONE_STAGE_MAX_ROWS (record, itemset) rows (``histogram``: records per (length,
+    items of S held), :func:`..rho.check.length_histogram`).
+
+    Why not always stages: making small qids safe first costs utility. Fixed setting, ρ = 0.5,
+    40%, the first 10% extracts of BMS-WebView-1' and -2' (m = all): every stage 1,257 and 2,845
+    occurrences suppressed, the last stage alone 1,061 and 2,321, the single pass of
+    :mod:`.suppressor` 1,139 and 2,600; 200k Quest records at ``--m 3``, ρ = 0.7: 0.673 of the
+    occurrences against 0.592 (BENCHMARKS.md, prho). Where one stage is out of reach (1M Quest
+    records: 582.6M rows), the stages are what makes the run possible.
+    """
+    return pruned_rows(histogram, shape.width, shape.max_q) <= ONE_STAGE_MAX_ROWS
+
+
 def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams, conseq: exp.Table,
-               base: exp.Table, shape: CheckShape) -> tuple[exp.Table, list[dict[str, Any]]]:
+               base: exp.Table, shape: CheckShape, last_only: bool
+               ) -> tuple[exp.Table, list[dict[str, Any]]]:
     """The final D' and the history of every round; the stages' summaries and the final
-    recount's support mismatches (0 when the kept supports were right) go to the figures."""
+    recount's support mismatches (0 when the kept supports were right) go to the figures.
+    ``last_only``: one stage for every qid size (:func:`one_stage_within_reach`)."""
     params = RhoParams(rho=chosen.rho, m=chosen.m, heuristic="dist", b_max=None, t_max=None,
                        sensitive=None, sensitive_fraction=None, column=chosen.column)
     final, history, stages, mismatches = run_stages(backend, context, params, conseq, base,
-                                                    shape.width, shape.max_q)
+                                                    shape.width, shape.max_q,
+                                                    last_only=last_only)
     context.figures.update({"stages": stages, "support_mismatches": mismatches})
     return final, history

@@ -33,19 +33,21 @@ from setanon_sql.runs import RunContext
 
 
 def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: exp.Table,
-               base: exp.Table, width: int, max_q: int, start: exp.Table | None = None
+               base: exp.Table, width: int, max_q: int, start: exp.Table | None = None,
+               last_only: bool = False
                ) -> tuple[exp.Table, list[dict[str, Any]], list[dict[str, Any]], int]:
     """Stages for qid sizes 1 .. max_q (widths 2 .. ``width``); the last one is the real check.
 
     ``base`` is T0; the first stage starts from ``start`` (long records trimmed, dropped once
-    replaced) or from ``base``. Returns the final table, the history of every round (with its
-    stage), one summary per stage, and the support mismatches found by the final recounts (0
-    when all is well).
+    replaced) or from ``base``. ``last_only``: the last stage alone, every qid size at once
+    (the caller knows its enumeration of the input is within reach). Returns the final table,
+    the history of every round (with its stage), one summary per stage, and the support
+    mismatches found by the final recounts (0 when all is well).
     """
     cur, mismatches = start if start is not None else base, 0
     history: list[dict[str, Any]] = []
     stages: list[dict[str, Any]] = []
-    for stage_width in range(2, width + 1):
+    for stage_width in range(width if last_only else 2, width + 1):
         stage_q = stage_width - 1 if stage_width < width else max_q
         rows = check_stage(backend, cur, sens, stage_width, stage_q, params.m)
         report("search", f"stage {stage_q} of {max_q}: qids of up to {stage_q} items, "
