@@ -7,7 +7,8 @@ D' is safe for it iff conf_{D'}(Q -> e) <= ρ for every e ∈ E_u \\ Q, or supp_
 SAMPLESUPPRESSOR (Alg. 2) stops when n_S sampled adversaries per ℓ <= m are all safe, which gives
 (ε, δ)-ρ^m-uncertainty (Def. 6, Thm. 7), or with ``--stop-rule bound`` when a confidence bound
 puts every ℓ's unsafe share below ε (see sampler.py). The output is a record-by-record subset of
-the input.
+the input. With the same E_u for everyone, SUPPRESSOR is the rho model's suppressor with
+H_dist (see staged.py).
 """
 
 from __future__ import annotations

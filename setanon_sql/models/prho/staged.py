@@ -1,4 +1,4 @@
-"""SUPPRESSOR for a constraint that is the same for every record, by the rho model's stages.
+"""SUPPRESSOR for a constraint that is the same for every record, by the rho model's suppressor.
 
 When E_u = S for every u (``--setting fixed`` and ``fixed+``), an adversary (u, Q) with
 Q ⊆ D_u can use a rule Q -> e iff e ∈ S \\ Q and supp_{D'}(Q) > 0: every Q of D' lies in some
@@ -35,7 +35,8 @@ from setanon_sql.runs import RunContext
 
 
 def staged_applies(constraint: Constraint, chosen: PrhoParams) -> bool:
-    """Whether SUPPRESSOR runs by stages: E_u the same for everyone and d chosen by eq. 8.
+    """Whether SUPPRESSOR runs by the rho model's suppressor: E_u the same for everyone and d
+    chosen by eq. 8.
 
     ``--choice fewest`` (the smallest N_s, records shared with other rules first) has no
     counterpart among the rho model's heuristics, so it keeps the single pass.
