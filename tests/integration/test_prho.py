@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import setanon_sql.models.prho as prho_package
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
 from setanon_sql.models.prho import rules as prho_rules
+from setanon_sql.models.prho import staged as prho_staged
 from tests.conftest import write
 from tests.oracle import prho_oracle as oracle
 
@@ -160,7 +160,7 @@ def test_same_constraint_for_everyone_runs_by_the_rho_suppressor(
     stage (small data: its enumeration is within reach) or, forced here, one stage per qid size;
     either way the brute force finds no unsafe adversary of up to m items."""
     if not one_stage:
-        monkeypatch.setattr(prho_package, "one_stage_within_reach", lambda *_: False)
+        monkeypatch.setattr(prho_staged, "one_stage_within_reach", lambda *_: False)
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 36, 9, 5))
     original = oracle.read_fimi(source)
@@ -189,7 +189,7 @@ def test_fixed_setting_is_the_rho_model_with_h_dist(db: Backend, tmp_path: Path,
     """With S given to the rho model as its sensitive items, ``--heuristic dist`` (eq. 5 of
     Jia et al., which is F of eq. 8) gives the very same output as prho's fixed setting when
     both go by stages of growing qid size (prho takes one stage where that is within reach)."""
-    monkeypatch.setattr(prho_package, "one_stage_within_reach", lambda *_: False)
+    monkeypatch.setattr(prho_staged, "one_stage_within_reach", lambda *_: False)
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 40, 9, 5))
     original = oracle.read_fimi(source)

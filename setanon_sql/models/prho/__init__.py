@@ -32,14 +32,10 @@ from setanon_sql.models.prho.params import (
     validate,
 )
 from setanon_sql.models.prho.sampler import run_sample_suppressor
-from setanon_sql.models.prho.staged import (
-    one_stage_within_reach,
-    run_staged,
-    staged_applies,
-)
+from setanon_sql.models.prho.staged import run_staged, staged_applies
 from setanon_sql.models.prho.suppressor import run_suppressor
 from setanon_sql.models.prho.verify import verify_run
-from setanon_sql.models.rho.check import check_shape, length_histogram
+from setanon_sql.models.rho.check import check_shape
 from setanon_sql.models.rho.qids import col
 from setanon_sql.models.rho.target import suppression_target
 from setanon_sql.runs import RunContext
@@ -66,18 +62,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
                                                         base, istat0)
         context.figures.update(sampled)
     elif staged_applies(constraint, chosen):
-        conseq = context.table("conseq")
-        backend.materialize(conseq, constraint.consequents())
-        # The stages check each level above a qid size on the data as it is then, with only
-        # the itemsets that hold an item of S (as the rho model estimates its own runs).
-        histogram = length_histogram(backend, items, conseq)
-        shape = check_shape(backend, items, chosen.m, conseq, deferred_top=True,
-                            histogram=histogram)
-        final, history = ((base, []) if shape.width < 2 else
-                          run_staged(backend, context, chosen, conseq, base, shape,
-                                     one_stage_within_reach(histogram, shape)))
-        backend.drop_table(conseq)
-        context.figures["largest_qid_checked"] = shape.max_q
+        final, history = run_staged(backend, context, chosen, constraint, items, base)
     else:
         shape = check_shape(backend, items, chosen.m)
         backend.materialize(istat0, "rho_istat0", tables={"base": base})

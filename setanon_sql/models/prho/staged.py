@@ -28,20 +28,25 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
-from setanon_sql.models.rho.check import CheckShape, pruned_rows
+from setanon_sql.models.rho.check import (
+    CheckShape,
+    check_shape,
+    length_histogram,
+    pruned_rows,
+)
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.stages import run_stages
 from setanon_sql.runs import RunContext
 
 
 def staged_applies(constraint: Constraint, chosen: PrhoParams) -> bool:
-    """Whether SUPPRESSOR runs by the rho model's suppressor: E_u the same for everyone and d
-    chosen by eq. 8.
+    """Whether SUPPRESSOR (the exact check; the caller has ruled out SAMPLESUPPRESSOR) runs by
+    the rho model's suppressor: E_u the same for everyone and d chosen by eq. 8.
 
     ``--choice fewest`` (the smallest N_s, records shared with other rules first) has no
     counterpart among the rho model's heuristics, so it keeps the single pass.
     """
-    return not constraint.per_record and chosen.choice == "paper" and not chosen.sampled
+    return not constraint.per_record and chosen.choice == "paper"
 
 
 # The most (record, itemset) rows one stage enumerates from the input; above it, stages. The
@@ -65,16 +70,28 @@ def one_stage_within_reach(histogram: dict[tuple[int, int], int], shape: CheckSh
     return pruned_rows(histogram, shape.width, shape.max_q) <= ONE_STAGE_MAX_ROWS
 
 
-def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams, conseq: exp.Table,
-               base: exp.Table, shape: CheckShape, last_only: bool
+def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
+               constraint: Constraint, items: exp.Table, base: exp.Table
                ) -> tuple[exp.Table, list[dict[str, Any]]]:
-    """The final D' and the history of every round; the stages' summaries and the final
-    recount's support mismatches (0 when the kept supports were right) go to the figures.
-    ``last_only``: one stage for every qid size (:func:`one_stage_within_reach`)."""
+    """The final D' and the history of every round. The largest qid checked, the stages'
+    summaries and the final recount's support mismatches (0 when the kept supports were right)
+    go to the figures; a UsageError before any work if the enumeration is out of reach."""
+    conseq = context.table("conseq")
+    backend.materialize(conseq, constraint.consequents())
+    # The stages check each level above a qid size on the data as it is then, with only the
+    # itemsets that hold an item of S (as the rho model estimates its own runs).
+    histogram = length_histogram(backend, items, conseq)
+    shape = check_shape(backend, items, chosen.m, conseq, deferred_top=True,
+                        histogram=histogram)
+    context.figures["largest_qid_checked"] = shape.max_q
+    if shape.width < 2:
+        backend.drop_table(conseq)
+        return base, []
     params = RhoParams(rho=chosen.rho, m=chosen.m, heuristic="dist", b_max=None, t_max=None,
                        sensitive=None, sensitive_fraction=None, column=chosen.column)
-    final, history, stages, mismatches = run_stages(backend, context, params, conseq, base,
-                                                    shape.width, shape.max_q,
-                                                    last_only=last_only)
+    final, history, stages, mismatches = run_stages(
+        backend, context, params, conseq, base, shape.width, shape.max_q,
+        last_only=one_stage_within_reach(histogram, shape))
+    backend.drop_table(conseq)
     context.figures.update({"stages": stages, "support_mismatches": mismatches})
     return final, history
