@@ -84,20 +84,67 @@ class PostgresBackend(Backend):
         import psycopg
 
         self._psycopg = psycopg
+        self._connect()
+
+    def _connect(self) -> None:
+        """Open the session: autocommit, setanon's settings and the URL's."""
+        psycopg = self._psycopg
         try:
-            self._con = psycopg.connect(**{"connect_timeout": 10, **connect_args(self._url),
-                                           "autocommit": True})
+            con = psycopg.connect(**{"connect_timeout": 10, **connect_args(self._url),
+                                     "autocommit": True})
         except psycopg.Error as error:
             raise ConnectionFailedError(
                 f"cannot connect to {self.describe()}: {self._scrubbed(one_line(error))}; check "
                 "the URL (--db or SETANON_DB) and that the server is running"
             ) from None
-        if self._con.info.server_version >= 140000:
+        self._con = con
+        if con.info.server_version >= 140000:
             # A killed setanon process must not leave its statement running for minutes (and
             # its dataset lock held): the server polls the socket and cancels once we are gone.
-            self._con.execute("SET client_connection_check_interval = '2s'")
+            con.execute("SET client_connection_check_interval = '2s'")
         self._apply_settings({key: value[-1] if isinstance(value, tuple) else value
-                              for key, value in url.query.items() if key in POSTGRES_SETTINGS})
+                              for key, value in self._url.query.items()
+                              if key in POSTGRES_SETTINGS})
+
+    @contextmanager
+    def _idle_after_interrupt(self) -> Iterator[None]:
+        """Leave the session able to take the next statement when Ctrl-C or SIGTERM ends one.
+
+        psycopg cancels a statement interrupted while it waits on the server, but not one
+        interrupted inside its own send or fetch code: the exception then ends psycopg's
+        generator with the results unread, and the run's own bookkeeping after the interrupt
+        (mark the run interrupted, drop its tables) failed with "another command is already in
+        progress" (CI, stop 45; reproduced by firing SIGINT at random moments). So: cancel,
+        drain what the server still sends, and if the session cannot be brought back to idle
+        within seconds, close it and open a new one (the dataset's advisory lock goes with the
+        old session; the run is ending and drops only its own tables).
+        """
+        try:
+            yield
+        except (KeyboardInterrupt, SystemExit):
+            self._settle()
+            raise
+
+    def _settle(self) -> None:
+        from psycopg import generators, pq
+
+        con = self._con
+        pgconn = con.pgconn
+        active = pq.TransactionStatus.ACTIVE
+        if pgconn.status == pq.ConnStatus.OK and pgconn.transaction_status != active:
+            return
+        with suppress(Exception):
+            if pgconn.status == pq.ConnStatus.OK:
+                con.cancel_safe(timeout=5.0)
+                con.wait(generators.send(pgconn), timeout=5.0)
+                for _ in range(8):  # the statement's results and the cancel's error, then none
+                    if not con.wait(generators.fetch_many(pgconn), timeout=5.0):
+                        break
+        if pgconn.status == pq.ConnStatus.OK and pgconn.transaction_status != active:
+            return
+        with suppress(Exception):
+            con.close()
+        self._connect()
 
     def _apply_settings(self, settings: dict[str, str]) -> None:
         """SET the URL's session settings, and the defaults of those nobody configured."""
@@ -137,7 +184,8 @@ class PostgresBackend(Backend):
 
     def _call(self, doing: str, statement: str) -> None:
         try:
-            self._con.execute(statement)
+            with self._idle_after_interrupt():
+                self._con.execute(statement)
         except self._psycopg.Error as error:
             raise self._database_error(error, doing) from None
 
@@ -148,7 +196,7 @@ class PostgresBackend(Backend):
             for key in params:
                 sql = sql.replace(f"%%({key})s", f"%({key})s")
         try:
-            with self._con.cursor() as cursor:
+            with self._idle_after_interrupt(), self._con.cursor() as cursor:
                 cursor.execute(sql, dict(params) if params else None)
                 return cursor.fetchall() if fetch else []
         except self._psycopg.errors.InsufficientPrivilege as error:
@@ -177,8 +225,8 @@ class PostgresBackend(Backend):
         """
         pending = b""
         try:
-            with (self._con.cursor() as cursor, cursor.copy(copy_sql) as copy,
-                  path.open("rb") as f):
+            with (self._idle_after_interrupt(), self._con.cursor() as cursor,
+                  cursor.copy(copy_sql) as copy, path.open("rb") as f):
                 while chunk := f.read(_COPY_CHUNK):
                     if text_format:
                         chunk = pending + chunk
@@ -234,7 +282,8 @@ class PostgresBackend(Backend):
             f"COPY ({body}) TO STDOUT WITH (FORMAT csv, DELIMITER {_literal(delimiter)}, "
             f"QUOTE {_literal(quote)}, HEADER {'true' if header else 'false'})"
         )
-        with path.open("wb") as out, self._con.cursor() as cursor:
+        with (path.open("wb") as out, self._idle_after_interrupt(),
+              self._con.cursor() as cursor):
             try:
                 with cursor.copy(copy_sql, dict(params) if params else None) as copy:
                     for chunk in copy:
