@@ -69,31 +69,35 @@ def sample(backend: Backend, table: TableFn, items: exp.Table, olen: exp.Table, 
     return samp, hits
 
 
-def cover_query(cur: exp.Table, hits: exp.Table, istat0: exp.Table) -> exp.Select:
-    """(s, v): the records v of D' that contain Q of sample s (|Q| = :l), rarest item first.
+def cover_query(cur: exp.Table, hits: exp.Table, istat0: exp.Table, ell: int) -> exp.Select:
+    """(s, v): the records v of D' that contain Q of sample s (|Q| = ``ell``).
 
-    Only the records holding the item of Q that is rarest in D (istat0) are candidates, and
-    only their rows are counted: joining every item of Q with all its records made PostgreSQL
-    aggregate millions of rows for popular items.
+    Q's items are pivoted rarest first in D (istat0): r1..r_ell. The candidates are the
+    records holding r1, and each further item is one join on (record_id, item_id) that keeps
+    only the candidates holding it, so the next join probes the survivors alone. (Joining
+    every item of Q with all its records made PostgreSQL aggregate millions of rows for
+    popular items; probing every candidate with all ell items and counting the matches cost
+    ell probes per candidate: 55 ms of each sweep's 90 ms on a grocery-sized file at m = 5.)
     """
     rarest = exp.Window(this=exp.RowNumber(), partition_by=[col("s", "h")],
                         order=exp.Order(expressions=[exp.Ordered(this=col("n0", "i")),
                                                      exp.Ordered(this=col("item_id", "h"))]))
-    ranked = (exp.select(col("s", "h"), col("item_id", "h"), rarest.as_("r", quoted=True))
+    ranked = (exp.select(col("s", "h"), col("item_id", "h"), rarest.as_("j", quoted=True))
               .from_(with_alias(hits, "h"))
               .join(with_alias(istat0, "i"), on=col("item_id", "i").eq(col("item_id", "h"))))
-    cand = (exp.select(col("s", "f"), col("record_id", "c"))
-            .from_(ranked.subquery("f"))
-            .join(with_alias(cur, "c"), on=col("item_id", "c").eq(col("item_id", "f")))
-            .where(col("r", "f").eq(exp.Literal.number(1))))
-    return (exp.select(col("s", "k"), col("record_id", "k").as_("v", quoted=True))
-            .from_(cand.subquery("k"))
-            .join(with_alias(hits, "h"), on=col("s", "h").eq(col("s", "k")))
-            .join(with_alias(cur, "c"), on=exp.and_(
-                col("record_id", "c").eq(col("record_id", "k")),
-                col("item_id", "c").eq(col("item_id", "h"))))
-            .group_by(col("s", "k"), col("record_id", "k"))
-            .having(exp.func("count", exp.Star()).eq(placeholder("l"))))
+    pivot = exp.select(col("s"), *(
+        exp.func("max", exp.Case().when(col("j").eq(exp.Literal.number(j)), col("item_id")))
+        .as_(f"r{j}", quoted=True) for j in range(1, ell + 1))).from_(
+        ranked.subquery("n")).group_by(col("s"))
+    query = (exp.select(col("s", "q"), col("record_id", "c1").as_("v", quoted=True))
+             .from_(pivot.subquery("q"))
+             .join(with_alias(cur, "c1"), on=col("item_id", "c1").eq(col("r1", "q"))))
+    for j in range(2, ell + 1):
+        query = query.where(exp.Exists(this=exp.select(exp.Literal.number(1)).from_(
+            with_alias(cur, f"c{j}")).where(exp.and_(
+                col("record_id", f"c{j}").eq(col("record_id", "c1")),
+                col("item_id", f"c{j}").eq(col(f"r{j}", "q"))))))
+    return query
 
 
 def q_columns(hits: exp.Table, width: int) -> exp.Select:
@@ -138,7 +142,7 @@ def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: e
     """
     smap, qhits = distinct_qids(backend, table, hits, ell)
     cover = fresh(backend, table, "cover")
-    backend.materialize(cover, cover_query(cur, qhits, istat0), {"l": ell})
+    backend.materialize(cover, cover_query(cur, qhits, istat0, ell))
     sq = (exp.select(col("s"), exp.func("count", exp.Star()).as_("n", quoted=True))
           .from_(cover.copy()).group_by(col("s")))
     in_q = (exp.select(exp.Literal.number(1)).from_(with_alias(qhits, "h"))
