@@ -83,10 +83,17 @@ def test_bound_stop_rule_keeps_the_share_below_epsilon(db: Backend, tmp_path: Pa
         drawn = entry.get("unsafe_in_pool", entry["unsafe_samples"])
         assert entry["share_upper_bound"] == round(
             upper_bound(drawn, pool * n_s, sweep_delta(delta, sweeps)), 6) < epsilon
-        assert "suppressed" not in entry
-    earlier = [entry for entry in run.figures["history"] if entry["sweep"] < sweeps]
-    assert all(entry["share_upper_bound"] >= epsilon for entry in earlier
-               if "suppressed" in entry)
+        assert "repaired" not in entry
+    # Every earlier sweep repaired, after checking every size, exactly the sizes whose bound
+    # was not below epsilon, together in one entry.
+    for sweep in range(1, sweeps):
+        checks = [e for e in run.figures["history"] if e["sweep"] == sweep and "l" in e]
+        [repair] = [e for e in run.figures["history"]
+                    if e["sweep"] == sweep and "repaired_sizes" in e]
+        assert [e["l"] for e in checks] == [1, 2, 3]
+        assert repair["repaired_sizes"] == [e["l"] for e in checks if e.get("repaired")] == [
+            e["l"] for e in checks if e["share_upper_bound"] >= epsilon]
+        assert repair["rules"] > 0 and repair["suppressed"] > 0 and repair["passes"] > 0
     assert oracle.is_record_subset(original, output)
     rho = Fraction(1, 2)
     assert max(oracle.unsafe_share(original, original, constraint, rho, ell)

@@ -13,6 +13,7 @@ records are two GROUP BYs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from sqlglot import exp
@@ -171,17 +172,23 @@ def unsafe_adversaries(backend: Backend, table: TableFn, cur: exp.Table, samp: e
     return unsafe
 
 
-def rules_query(unsafe: exp.Table, hits: exp.Table, ell: int, m: int) -> exp.Select:
+def rules_query(unsafe: Sequence[tuple[exp.Table, exp.Table, int]], m: int) -> exp.Select:
     """The distinct rules Q -> e of the unsafe samples, as rows of the ρ model's rule table.
 
-    Columns rule_id, part, q1..q_m, e, x1..x_{m+1} (Q + {e} in item order, 0-padded), size,
-    sx, sq, w; x_j = q_j before e's place p, e at p + 1, q_{j-1} after.
+    ``unsafe``: (unsafe, hits, ℓ) of each size whose rules are wanted; the sizes' rules go in
+    one table (a Q of ℓ items makes a rule of size ℓ + 1). Columns rule_id, part, q1..q_m, e,
+    x1..x_{m+1} (Q + {e} in item order, 0-padded), size, sx, sq, w; x_j = q_j before e's place
+    p, e at p + 1, q_{j-1} after.
     """
-    pivot = q_columns(hits, m)
     qs = [col(f"q{j}", "p") for j in range(1, m + 1)]
-    distinct = (exp.select(*qs, col("e", "u"), col("sx", "u"), col("sq", "u")).distinct()
-                .from_(with_alias(unsafe, "u"))
-                .join(pivot.subquery("p"), on=col("s", "p").eq(col("s", "u"))))
+    per_size = [exp.select(*qs, col("e", "u"), col("sx", "u"), col("sq", "u"),
+                           exp.Literal.number(ell + 1).as_("size", quoted=True)).distinct()
+                .from_(with_alias(table, "u"))
+                .join(q_columns(hits, m).subquery("p"), on=col("s", "p").eq(col("s", "u")))
+                for table, hits, ell in unsafe]
+    distinct: exp.Query = per_size[0]
+    for more in per_size[1:]:
+        distinct = exp.union(distinct, more, distinct=False)
     before: exp.Expr = exp.Literal.number(0)
     for j in range(1, m + 1):
         before = before + exp.Case().when(exp.and_(col(f"q{j}").neq(exp.Literal.number(0)),
@@ -204,5 +211,5 @@ def rules_query(unsafe: exp.Table, hits: exp.Table, ell: int, m: int) -> exp.Sel
         .as_("rule_id", quoted=True),
         exp.cast(exp.Literal.number(0), "BIGINT").as_("part", quoted=True),
         *(col(f"q{j}") for j in range(1, m + 1)), col("e"), *xcols,
-        exp.Literal.number(ell + 1).as_("size", quoted=True), col("sx"), col("sq"),
+        col("size"), col("sx"), col("sq"),
         exp.Literal.number(0).as_("w", quoted=True)).from_(distinct.subquery("d"))
