@@ -248,6 +248,16 @@ class Backend(ABC):
         yield
 
     @contextmanager
+    def joins_as_written(self) -> Iterator[None]:
+        """Join the tables of the block's statements in the order the statement names them:
+        for statements whose author knows the selective join (prho's records holding Q join
+        Q's rarest item first) where the engine has no statistics to find it. None by default.
+
+        PostgreSQL overrides it: see :class:`PostgresBackend`.
+        """
+        yield
+
+    @contextmanager
     def hash_joins_only(self) -> Iterator[None]:
         """No nested-loop joins for the statements of the block: for joins of tables without
         an index, where a nested loop means a scan of the inner table per outer row, and an

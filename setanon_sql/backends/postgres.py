@@ -351,6 +351,17 @@ class PostgresBackend(Backend):
             yield
 
     @contextmanager
+    def joins_as_written(self) -> Iterator[None]:
+        """``join_collapse_limit`` = 1 in the block (EXISTS becomes a semi-join in its place).
+
+        prho's records holding Q (grocery-sized file, ℓ = 5): without statistics for the
+        pivoted items of Q, PostgreSQL joined Q's second item with all of its records before the
+        rarest one, 1.6M rows and 0.66 s per statement; in the written order 0.42 s.
+        """
+        with self._planner_setting("join_collapse_limit", "1"):
+            yield
+
+    @contextmanager
     def _planner_setting(self, name: str, value: str) -> Iterator[None]:
         """``name`` = ``value`` for this session in the block, then the value before."""
         previous = self.execute("SELECT current_setting(%(name)s)", {"name": name},

@@ -50,9 +50,20 @@ def test_count_lines_matches_the_loader(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
 def test_sampled_rules_render_with_e_merged_into_q(dialect: str) -> None:
-    sql = rules_query(qualified_table("s", "unsafe"), qualified_table("s", "hits"), 2, 3).sql(
-        dialect=dialect)
+    sql = rules_query([(qualified_table("s", "unsafe"), qualified_table("s", "hits"), 2)],
+                      3).sql(dialect=dialect)
     assert '"x4"' in sql and '"q3"' in sql and '"x5"' not in sql
+    assert "UNION" not in sql and '3 AS "size"' in sql
+
+
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
+def test_sampled_rules_of_several_sizes_go_in_one_table(dialect: str) -> None:
+    """--stop-rule bound repairs a sweep's sizes together: one rule table, numbered once."""
+    sizes = [(qualified_table("s", f"unsafe{ell}"), qualified_table("s", f"hits{ell}"), ell)
+             for ell in (1, 3)]
+    sql = rules_query(sizes, 3).sql(dialect=dialect)
+    assert sql.count("UNION ALL") == 1 and sql.count("ROW_NUMBER() OVER (ORDER BY") == 1
+    assert '2 AS "size"' in sql and '4 AS "size"' in sql
 
 
 def test_one_stage_only_where_its_enumeration_is_within_reach() -> None:
