@@ -126,6 +126,8 @@ class PostgresBackend(Backend):
             raise
 
     def _settle(self) -> None:
+        """Bring the session back to idle after an interrupt (see _idle_after_interrupt);
+        never raises: the interrupt is what the caller must see."""
         from psycopg import generators, pq
 
         con = self._con
@@ -144,7 +146,8 @@ class PostgresBackend(Backend):
             return
         with suppress(Exception):
             con.close()
-        self._connect()
+        with suppress(SetanonError):  # no server to reopen on: the next statement will say so
+            self._connect()
 
     def _apply_settings(self, settings: dict[str, str]) -> None:
         """SET the URL's session settings, and the defaults of those nobody configured."""

@@ -50,8 +50,8 @@ def interrupted_after(backend: Backend, delay: float, statement: str) -> float:
 
     timer = threading.Timer(delay, fire)
     deadline = time.monotonic() + 30
-    timer.start()
     try:
+        timer.start()  # inside: with a delay near 0 the signal may come before start() returns
         while time.monotonic() < deadline:
             backend.execute(statement, fetch=True)
         pytest.fail("the interrupt never came")
