@@ -107,12 +107,11 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
             report("search", f"sweep {sweep}, adversaries of {ell} items: {shown}"
                    + (", repairing" if repair else ""))
             if repair:
-                repaired = True
-                pending.append((unsafe, hits, ell))
-                entry["repaired"] = True
-            if repair and not together:
-                entry.update(repairs.run(pending, sweep))
-                pending = []
+                repaired = entry["repaired"] = True
+                if together:
+                    pending.append((unsafe, hits, ell))
+                else:
+                    entry.update(repairs.run([(unsafe, hits, ell)], sweep))
             entry["seconds"] = round(time.perf_counter() - started, 3)
             history.append(entry)
             if not together:
