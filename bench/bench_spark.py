@@ -1,6 +1,12 @@
 """kanon and km on Spark local[N] beside DuckDB, on the same files: seconds, and Spark's jobs,
 stages and shuffle stages per run (from Spark's status tracker).
 
+``--backends`` names ``duckdb``, ``spark`` (the embedded session) and ``spark-connect``: the
+same models through a Spark Connect server (``sc://``) started from the pyspark wheel with the
+embedded session's settings (shuffle partitions, adaptive execution, driver memory), so the two
+Spark figures differ by the client-server path alone. Over Connect the client has no status
+tracker: jobs and stages are not counted there.
+
 The claims are generated once in DuckDB (``generate claims``: skewed diagnoses, correlated
 QIs), exported as TSV and loaded by both backends with ``load table``, so both anonymize the
 same records; km runs on a FIMI file of the claims' diagnoses with a two-level hierarchy. The
@@ -29,6 +35,7 @@ from setanon_sql import api
 from setanon_sql.models import require_model
 from setanon_sql.models.kanon.generate import generate_claims
 from setanon_sql.synth.shape import format_shape, shape
+from tests.support.spark_connect_server import spark_connect_server
 
 QI = ["birth_year", "sex", "month", "diagnoses"]
 
@@ -139,7 +146,7 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
         models: list[str], statements: bool) -> None:
     db = api.open_database(url, "bench")
     try:
-        counts = spark_counts if name == "spark" else None
+        counts = spark_counts if name == "spark" else None  # no status tracker over Connect
         totals = trace_statements(db) if statements and counts else None
         started = time.perf_counter()
         claims = api.load_table(db, tsv, "claims", "claim_id", ["diagnoses", "drugs"],
@@ -196,6 +203,13 @@ def main() -> None:
             run(f"duckdb:///{path}?threads={args.cores}", name, tsv, fimi, hierarchy, args.k,
                 models, args.statements)
             path.unlink(missing_ok=True)
+        elif name == "spark-connect":
+            root = args.workdir / "connect"
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir()
+            settings = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "true"}
+            with spark_connect_server(root, settings, args.cores, "4g") as url:
+                run(url, name, tsv, fimi, hierarchy, args.k, models, args.statements)
         else:
             warehouse = args.workdir / "warehouse"
             shutil.rmtree(warehouse, ignore_errors=True)

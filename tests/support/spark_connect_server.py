@@ -36,8 +36,14 @@ def _answers(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def spark_connect_server(root: Path) -> Iterator[str]:
-    """A Connect server's URL for the duration of the block; the server is stopped after it."""
+def spark_connect_server(root: Path, settings: dict[str, str] | None = None,
+                         cores: int = 2, driver_memory: str = "2g") -> Iterator[str]:
+    """A Connect server's URL for the duration of the block; the server is stopped after it.
+
+    ``settings`` override the test session's Spark settings below (a benchmark gives the
+    embedded backend's: more shuffle partitions, adaptive execution), and the server runs
+    ``local[cores]`` with ``driver_memory``.
+    """
     import pyspark
 
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
@@ -51,9 +57,10 @@ def spark_connect_server(root: Path) -> Iterator[str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
+        **(settings or {}),
     }
-    command = [str(submit), "--class", _SERVER_CLASS, "--master", "local[2]",
-               "--driver-memory", "2g"]
+    command = [str(submit), "--class", _SERVER_CLASS, "--master", f"local[{cores}]",
+               "--driver-memory", driver_memory]
     for key, value in settings.items():
         command += ["--conf", f"{key}={value}"]
     command.append("spark-internal")
