@@ -78,10 +78,15 @@ def trace_statements(db: Any) -> dict[str, list[float]]:
     DataFrame API otherwise (loads, exports, catalog views) is not counted.
     """
     totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
-    tracker = db._spark.sparkContext.statusTracker()
+    context = db._spark.sparkContext
+    tracker = context.statusTracker()._jtracker
+    arrays = context._jvm.java.util.Arrays
 
     def last_job() -> int:
-        return max(tracker.getJobIdsForGroup(None), default=-1)
+        # The largest job id, taken in the JVM: pyspark's getJobIdsForGroup copies the ids of
+        # all retained jobs (up to 1,000) one py4j call each, and two such copies per statement
+        # took 135 s of a 344 s kanon run on 1M claims (208.8 s untraced).
+        return int(arrays.stream(tracker.getJobIdsForGroup(None)).max().orElse(-1))
 
     def traced(call: Any, kind: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
