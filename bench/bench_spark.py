@@ -22,9 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import sys
 import time
+import tracemalloc
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,20 @@ def trace_statements(db: Any) -> dict[str, list[float]]:
     return totals
 
 
+def jvm_heap_peak(db: Any, reset: bool = False) -> float:
+    """The summed peak use of the driver JVM's heap pools in MiB since the last reset (in
+    ``local[N]`` the executors run in that JVM too, so this is Spark's whole heap)."""
+    pools = db._spark.sparkContext._jvm.java.lang.management.ManagementFactory \
+        .getMemoryPoolMXBeans()
+    peak = 0
+    for pool in pools:
+        if str(pool.getType().toString()) == "Heap memory":
+            peak += pool.getPeakUsage().getUsed()
+            if reset:
+                pool.resetPeakUsage()
+    return peak / 2**20
+
+
 def print_statements(name: str, model: str, totals: dict[str, list[float]], seconds: float,
                      rounds: Any) -> None:
     spent = sum(entry[1] for entry in totals.values())
@@ -148,7 +164,7 @@ def prepare(workdir: Path, records: int, seed: int) -> tuple[Path, Path, Path]:
 
 
 def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
-        models: list[str], statements: bool) -> None:
+        models: list[str], statements: bool, memory: bool = False) -> None:
     db = api.open_database(url, "bench")
     try:
         counts = spark_counts if name == "spark" else None  # no status tracker over Connect
@@ -168,10 +184,23 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
             if totals is not None:
                 totals.clear()
             before = counts(db) if counts else (0, 0, 0)
+            if memory:
+                tracemalloc.start()
+                if counts:
+                    jvm_heap_peak(db, reset=True)
             started = time.perf_counter()
             run_id = api.anonymize(db, dataset, require_model(model), params, seed=1,
                                    check=False)
             seconds = time.perf_counter() - started
+            if memory:
+                heap = tracemalloc.get_traced_memory()[1] / 2**20
+                tracemalloc.stop()
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                jvm = (f"{jvm_heap_peak(db):.0f} MiB (garbage included: the JVM collects "
+                       "lazily)" if counts else "- (remote)" if name == "spark-connect" else "-")
+                print(f"#   {name} {model}: controller's Python heap peak {heap:.1f} MiB "
+                      f"(tracemalloc, the run alone), process peak RSS {rss:.0f} MiB (since "
+                      f"start), Spark JVM heap peak {jvm}", flush=True)
             after = counts(db) if counts else (0, 0, 0)
             figures = api.get_run(db, dataset, run_id).figures
             rounds = figures.get("iterations", figures.get("rounds", "-"))
@@ -196,6 +225,9 @@ def main() -> None:
     parser.add_argument("--models", default="kanon,km")
     parser.add_argument("--statements", action="store_true",
                         help="also print Spark's statements by kind: count, seconds, jobs")
+    parser.add_argument("--memory", action="store_true",
+                        help="also print the controller's Python heap peak (tracemalloc), the "
+                             "process's peak RSS and the Spark JVM's heap peak per model")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     tsv, fimi, hierarchy = prepare(args.workdir, args.records, args.seed)
@@ -206,7 +238,7 @@ def main() -> None:
             path = args.workdir / "bench.duckdb"
             path.unlink(missing_ok=True)
             run(f"duckdb:///{path}?threads={args.cores}", name, tsv, fimi, hierarchy, args.k,
-                models, args.statements)
+                models, args.statements, args.memory)
             path.unlink(missing_ok=True)
         elif name == "spark-connect":
             root = args.workdir / "connect"
@@ -214,12 +246,13 @@ def main() -> None:
             root.mkdir()
             settings = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "true"}
             with spark_connect_server(root, settings, args.cores, "4g") as url:
-                run(url, name, tsv, fimi, hierarchy, args.k, models, args.statements)
+                run(url, name, tsv, fimi, hierarchy, args.k, models, args.statements,
+                    args.memory)
         else:
             warehouse = args.workdir / "warehouse"
             shutil.rmtree(warehouse, ignore_errors=True)
             run(f"spark://local[{args.cores}]?warehouse={warehouse}", name, tsv, fimi,
-                hierarchy, args.k, models, args.statements)
+                hierarchy, args.k, models, args.statements, args.memory)
     print(f"# load average after {os.getloadavg()[0]:.1f}")
 
 
