@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from setanon_sql import api
+from setanon_sql.backends.spark import embedded_tuning
 from setanon_sql.models import require_model
 from setanon_sql.models.kanon.generate import generate_claims
 from setanon_sql.synth.shape import format_shape, shape
@@ -196,8 +197,9 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                 heap = tracemalloc.get_traced_memory()[1] / 2**20
                 tracemalloc.stop()
                 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                jvm = (f"{jvm_heap_peak(db):.0f} MiB (garbage included: the JVM collects "
-                       "lazily)" if counts else "- (remote)" if name == "spark-connect" else "-")
+                jvm = "- (remote)" if name == "spark-connect" else "-"
+                if counts:
+                    jvm = f"{jvm_heap_peak(db):.0f} MiB (garbage included: the JVM collects lazily)"
                 print(f"#   {name} {model}: controller's Python heap peak {heap:.1f} MiB "
                       f"(tracemalloc, the run alone), process peak RSS {rss:.0f} MiB (since "
                       f"start), Spark JVM heap peak {jvm}", flush=True)
@@ -244,8 +246,9 @@ def main() -> None:
             root = args.workdir / "connect"
             shutil.rmtree(root, ignore_errors=True)
             root.mkdir()
-            settings = {"spark.sql.shuffle.partitions": "8", "spark.sql.adaptive.enabled": "true"}
-            with spark_connect_server(root, settings, args.cores, "4g") as url:
+            tuning = embedded_tuning()
+            driver_memory = tuning.pop("spark.driver.memory")
+            with spark_connect_server(root, tuning, args.cores, driver_memory) as url:
                 run(url, name, tsv, fimi, hierarchy, args.k, models, args.statements,
                     args.memory)
         else:

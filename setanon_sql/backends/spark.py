@@ -96,6 +96,17 @@ def parse_spark_url(url: str) -> tuple[str, Path]:
     return master, Path(settings["warehouse"]).expanduser().resolve()
 
 
+def embedded_tuning() -> dict[str, str]:
+    """The embedded session's tunable settings: each from its environment variable, else
+    setanon's default (8 shuffle partitions suit ``local[2]``; adaptive execution; a 4 GB
+    driver). A benchmark starts a Spark Connect server with the same values."""
+    return {
+        "spark.sql.shuffle.partitions": os.environ.get("SETANON_SPARK_PARTITIONS", "8"),
+        "spark.sql.adaptive.enabled": os.environ.get("SETANON_SPARK_ADAPTIVE", "true"),
+        "spark.driver.memory": os.environ.get("SETANON_SPARK_DRIVER_MEMORY", "4g"),
+    }
+
+
 def _start_session(master: str, warehouse: Path) -> Any:
     """The process's one Spark session (Spark allows one per JVM), started on first use."""
     global _session, _session_key
@@ -123,15 +134,14 @@ def _start_session(master: str, warehouse: Path) -> Any:
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
         .config("spark.sql.legacy.createHiveTableByDefault", "false")
         .config("spark.sql.sources.default", "parquet")
-        .config("spark.sql.shuffle.partitions", os.environ.get("SETANON_SPARK_PARTITIONS", "8"))
-        .config("spark.sql.adaptive.enabled", os.environ.get("SETANON_SPARK_ADAPTIVE", "true"))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.ansi.enabled", "false")
-        .config("spark.driver.memory", os.environ.get("SETANON_SPARK_DRIVER_MEMORY", "4g"))
         .enableHiveSupport()
     )
+    for name, value in embedded_tuning().items():
+        builder = builder.config(name, value)
     try:
         session = builder.getOrCreate()
     except Exception as error:  # PySparkRuntimeError: no Java, or the JVM did not start

@@ -36,11 +36,11 @@ def _answers(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def spark_connect_server(root: Path, settings: dict[str, str] | None = None,
+def spark_connect_server(root: Path, overrides: dict[str, str] | None = None,
                          cores: int = 2, driver_memory: str = "2g") -> Iterator[str]:
     """A Connect server's URL for the duration of the block; the server is stopped after it.
 
-    ``settings`` override the test session's Spark settings below (a benchmark gives the
+    ``overrides`` replace the test session's Spark settings below (a benchmark gives the
     embedded backend's: more shuffle partitions, adaptive execution), and the server runs
     ``local[cores]`` with ``driver_memory``.
     """
@@ -57,7 +57,7 @@ def spark_connect_server(root: Path, settings: dict[str, str] | None = None,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
-        **(settings or {}),
+        **(overrides or {}),
     }
     command = [str(submit), "--class", _SERVER_CLASS, "--master", f"local[{cores}]",
                "--driver-memory", driver_memory]
