@@ -110,8 +110,12 @@ def trace_statements(db: Any) -> dict[str, list[float]]:
 
 
 def jvm_heap_peak(db: Any, reset: bool = False) -> float:
-    """The summed peak use of the driver JVM's heap pools in MiB since the last reset (in
-    ``local[N]`` the executors run in that JVM too, so this is Spark's whole heap)."""
+    """The driver JVM's heap pools' peak uses, summed, in MiB since the last reset (in
+    ``local[N]`` the executors run in that JVM too, so this is Spark's whole heap).
+
+    Each pool (eden, survivor, old generation) peaks at its own moment, so the sum bounds the
+    heap in use at any one time from above and can exceed the heap's maximum (at 10M claims:
+    6,223 MiB summed under a 4 GB driver); it counts garbage not yet collected."""
     pools = db._spark.sparkContext._jvm.java.lang.management.ManagementFactory \
         .getMemoryPoolMXBeans()
     peak = 0
@@ -199,7 +203,8 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
                 jvm = "- (remote)" if name == "spark-connect" else "-"
                 if counts:
-                    jvm = f"{jvm_heap_peak(db):.0f} MiB (garbage included: the JVM collects lazily)"
+                    jvm = (f"{jvm_heap_peak(db):.0f} MiB (its pools' peaks summed: an upper bound, "
+                           "garbage included)")
                 print(f"#   {name} {model}: controller's Python heap peak {heap:.1f} MiB "
                       f"(tracemalloc, the run alone), process peak RSS {rss:.0f} MiB (since "
                       f"start), Spark JVM heap peak {jvm}", flush=True)
