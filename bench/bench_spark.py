@@ -43,21 +43,29 @@ from tests.support.spark_connect_server import spark_connect_server
 QI = ["birth_year", "sex", "month", "diagnoses"]
 
 
-def spark_counts(db: Any) -> tuple[int, int, int]:
-    """Jobs, stages and shuffle boundaries (stages after a job's first) so far in the session.
+def spark_counts(db: Any, since: int = 0) -> tuple[int, int | None, int | None]:
+    """Jobs so far in the session, and the stages and shuffle boundaries (stages after a job's
+    first) of the jobs numbered ``since`` and later.
 
-    Job ids are sequential, so the job count is exact; stages are summed over the jobs Spark
-    still retains (spark.ui.retainedJobs, 1000 by default): a longer run undercounts them.
+    Job ids are sequential, so the job count is exact. Stages are known only for the jobs
+    Spark still retains (spark.ui.retainedJobs, 1000 by default): when a job of the range is
+    no longer retained, its stages are unknown and so are the totals (None), rather than an
+    undercount.
     """
     tracker = db._spark.sparkContext.statusTracker()
     ids = tracker.getJobIdsForGroup(None)
+    jobs = max(ids) + 1 if ids else 0
+    wanted = [job_id for job_id in ids if job_id >= since]
+    if len(wanted) < jobs - since:
+        return jobs, None, None
     stages = shuffles = 0
-    for job_id in ids:
+    for job_id in wanted:
         info = tracker.getJobInfo(job_id)
-        if info is not None:
-            stages += len(info.stageIds)
-            shuffles += max(0, len(info.stageIds) - 1)
-    return (max(ids) + 1 if ids else 0), stages, shuffles
+        if info is None:
+            return jobs, None, None
+        stages += len(info.stageIds)
+        shuffles += max(0, len(info.stageIds) - 1)
+    return jobs, stages, shuffles
 
 
 def statement_kind(sql: str) -> str:
@@ -208,11 +216,12 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                 print(f"#   {name} {model}: controller's Python heap peak {heap:.1f} MiB "
                       f"(tracemalloc, the run alone), process peak RSS {rss:.0f} MiB (since "
                       f"start), Spark JVM heap peak {jvm}", flush=True)
-            after = counts(db) if counts else (0, 0, 0)
+            after = counts(db, before[0]) if counts else (0, 0, 0)
             figures = api.get_run(db, dataset, run_id).figures
             rounds = figures.get("iterations", figures.get("rounds", "-"))
             rounds = len(rounds) if isinstance(rounds, list) else rounds
-            spent = " | ".join(str(a - b) for a, b in zip(after, before, strict=True))
+            spent = " | ".join("-" if value is None else str(value) for value in
+                               (after[0] - before[0], after[1], after[2]))
             print(f"{name} | {model} k={k} | {seconds:.1f} s | rounds {rounds} | "
                   f"jobs | stages | shuffle stages: {spent if counts else '-'}", flush=True)
             if totals is not None:
