@@ -43,28 +43,36 @@ from tests.support.spark_connect_server import spark_connect_server
 QI = ["birth_year", "sex", "month", "diagnoses"]
 
 
-def spark_counts(db: Any, since: int = 0) -> tuple[int, int | None, int | None]:
-    """Jobs so far in the session, and the stages and shuffle boundaries (stages after a job's
-    first) of the jobs numbered ``since`` and later.
+def spark_jobs(db: Any) -> int:
+    """Jobs so far in the session: job ids are sequential, so this count is exact.
 
-    Job ids are sequential, so the job count is exact. Stages are known only for the jobs
-    Spark still retains (spark.ui.retainedJobs, 1000 by default): when a job of the range is
-    no longer retained, its stages are unknown and so are the totals (None), rather than an
-    undercount.
+    The largest id is taken in the JVM: pyspark's getJobIdsForGroup copies the ids of all
+    retained jobs (up to 1,000) one py4j call each, and two such copies per statement took
+    135 s of a 344 s kanon run on 1M claims (208.8 s untraced) in :func:`trace_statements`.
+    """
+    context = db._spark.sparkContext
+    ids = context.statusTracker()._jtracker.getJobIdsForGroup(None)
+    return int(context._jvm.java.util.Arrays.stream(ids).max().orElse(-1)) + 1
+
+
+def spark_counts(db: Any, since: int) -> tuple[int, int | None, int | None]:
+    """Jobs numbered ``since`` and later, and their stages and shuffle boundaries (stages
+    after a job's first).
+
+    Stages are known only for the jobs Spark still retains (spark.ui.retainedJobs, 1000 by
+    default): when a job of the range is no longer retained, the stage totals are unknown
+    (None) rather than an undercount.
     """
     tracker = db._spark.sparkContext.statusTracker()
-    ids = tracker.getJobIdsForGroup(None)
-    jobs = max(ids) + 1 if ids else 0
-    wanted = [job_id for job_id in ids if job_id >= since]
-    if len(wanted) < jobs - since:
+    jobs = spark_jobs(db) - since
+    wanted = [job_id for job_id in tracker.getJobIdsForGroup(None) if job_id >= since]
+    if len(wanted) < jobs:
         return jobs, None, None
-    stages = shuffles = 0
-    for job_id in wanted:
-        info = tracker.getJobInfo(job_id)
-        if info is None:
-            return jobs, None, None
-        stages += len(info.stageIds)
-        shuffles += max(0, len(info.stageIds) - 1)
+    infos = [tracker.getJobInfo(job_id) for job_id in wanted]
+    if any(info is None for info in infos):
+        return jobs, None, None
+    stages = sum(len(info.stageIds) for info in infos)
+    shuffles = sum(max(0, len(info.stageIds) - 1) for info in infos)
     return jobs, stages, shuffles
 
 
@@ -89,26 +97,17 @@ def trace_statements(db: Any) -> dict[str, list[float]]:
     DataFrame API otherwise (loads, exports, catalog views) is not counted.
     """
     totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
-    context = db._spark.sparkContext
-    tracker = context.statusTracker()._jtracker
-    arrays = context._jvm.java.util.Arrays
-
-    def last_job() -> int:
-        # The largest job id, taken in the JVM: pyspark's getJobIdsForGroup copies the ids of
-        # all retained jobs (up to 1,000) one py4j call each, and two such copies per statement
-        # took 135 s of a 344 s kanon run on 1M claims (208.8 s untraced).
-        return int(arrays.stream(tracker.getJobIdsForGroup(None)).max().orElse(-1))
 
     def traced(call: Any, kind: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            before, started = last_job(), time.perf_counter()
+            before, started = spark_jobs(db), time.perf_counter()
             try:
                 return call(*args, **kwargs)
             finally:
                 entry = totals[kind(*args)]
                 entry[0] += 1
                 entry[1] += time.perf_counter() - started
-                entry[2] += last_job() - before
+                entry[2] += spark_jobs(db) - before
         return wrapper
 
     db.execute = traced(db.execute, lambda sql, *_: statement_kind(sql))
@@ -180,7 +179,7 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
         models: list[str], statements: bool, memory: bool = False) -> None:
     db = api.open_database(url, "bench")
     try:
-        counts = spark_counts if name == "spark" else None  # no status tracker over Connect
+        counts = name == "spark"  # no status tracker over Connect
         totals = trace_statements(db) if statements and counts else None
         started = time.perf_counter()
         claims = api.load_table(db, tsv, "claims", "claim_id", ["diagnoses", "drugs"],
@@ -196,7 +195,7 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                 continue
             if totals is not None:
                 totals.clear()
-            before = counts(db) if counts else (0, 0, 0)
+            first_job = spark_jobs(db) if counts else 0
             if memory:
                 tracemalloc.start()
                 if counts:
@@ -216,14 +215,13 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                 print(f"#   {name} {model}: controller's Python heap peak {heap:.1f} MiB "
                       f"(tracemalloc, the run alone), process peak RSS {rss:.0f} MiB (since "
                       f"start), Spark JVM heap peak {jvm}", flush=True)
-            after = counts(db, before[0]) if counts else (0, 0, 0)
+            spent = ("-" if not counts else " | ".join(
+                "-" if value is None else str(value) for value in spark_counts(db, first_job)))
             figures = api.get_run(db, dataset, run_id).figures
             rounds = figures.get("iterations", figures.get("rounds", "-"))
             rounds = len(rounds) if isinstance(rounds, list) else rounds
-            spent = " | ".join("-" if value is None else str(value) for value in
-                               (after[0] - before[0], after[1], after[2]))
             print(f"{name} | {model} k={k} | {seconds:.1f} s | rounds {rounds} | "
-                  f"jobs | stages | shuffle stages: {spent if counts else '-'}", flush=True)
+                  f"jobs | stages | shuffle stages: {spent}", flush=True)
             if totals is not None:
                 print_statements(name, model, totals, seconds, rounds)
     finally:
