@@ -190,7 +190,15 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
         params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
     totals = profile_backend(db) if cell.get("profile") else None
     started = time.perf_counter()
-    run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
+    try:
+        run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
+    except KeyboardInterrupt:  # the cell's timeout: say where the time went before stopping
+        if totals is not None:
+            print(f"# profile of the search until its timeout "
+                  f"({time.perf_counter() - started:.1f} s), {cell['dataset']} k={cell['k']} "
+                  f"m={cell['m']} sigma={cell['sigma']}\n{format_profile(totals)}",
+                  file=sys.stderr, flush=True)
+        raise
     out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
     run = api.get_run(db, dataset, run_id)
     if totals is not None:
