@@ -179,6 +179,7 @@ def format_profile(totals: dict[str, list[float]], top: int = 25) -> str:
 def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     """Anonymize, verify and (optionally) check one cell; figures as a JSON-able dict."""
     from setanon_sql import api
+    from setanon_sql.cli import interrupt_handling
     from setanon_sql.models import require_model
 
     db = api.open_database(cell["url"], "km_bench")
@@ -191,14 +192,16 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     totals = profile_backend(db) if cell.get("profile") else None
     started = time.perf_counter()
     try:
-        run_id = api.anonymize(db, dataset, require_model("km"), params, seed=cell["seed"])
+        with interrupt_handling():  # the timeout's SIGINT stops a DuckDB statement at once
+            run_id = api.anonymize(db, dataset, require_model("km"), params,
+                                   seed=cell["seed"])
     except KeyboardInterrupt:  # the cell's timeout: say where the time went before stopping
         if totals is not None:
             print(f"# profile of the search until its timeout "
                   f"({time.perf_counter() - started:.1f} s), {cell['dataset']} k={cell['k']} "
                   f"m={cell['m']} sigma={cell['sigma']}\n{format_profile(totals)}",
                   file=sys.stderr, flush=True)
-        raise
+        raise SystemExit(130) from None
     out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
     run = api.get_run(db, dataset, run_id)
     if totals is not None:

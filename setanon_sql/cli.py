@@ -139,9 +139,10 @@ def _watch_signals(reader: socket.socket) -> None:
 
 
 @contextmanager
-def _interrupt_handling() -> Iterator[None]:
+def interrupt_handling() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt and both signals stop a DuckDB statement, for the
-    duration of one command (restored after, so an embedding program keeps its own)."""
+    duration of one command (restored after, so an embedding program keeps its own). Public
+    for programs that call the API and should stop the same way (the benchmarks' cells)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -208,7 +209,7 @@ class _Group(click.Group):
             return super().invoke(ctx)
         forget_progress()
         try:
-            with _interrupt_handling():
+            with interrupt_handling():
                 return super().invoke(ctx)
         except (KeyboardInterrupt, InterruptedRunError):
             click.echo(_interrupted_line(), err=True)
