@@ -31,11 +31,13 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import random
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -150,22 +152,65 @@ def _call_site() -> str:
     return " < ".join(sites) or "other"
 
 
-def profile_backend(backend: Any) -> dict[str, list[float]]:
+@dataclass
+class Profile:
+    """Seconds and statements per km call site, for the phase now running (search, verify).
+
+    With ``keep``, the totals, the phase and the statement running now are written to that
+    JSON file at each statement's start and end, so a cell stopped at its timeout (even by
+    SIGKILL, while a statement runs) still tells where its time went (:func:`_spawn` prints
+    it).
+    """
+
+    keep: Path | None
+    phase: str = "search"
+    totals: dict[str, list[float]] = field(default_factory=dict)
+
+    def save(self, running: list[Any] | None) -> None:
+        if self.keep is not None:
+            scratch = self.keep.with_suffix(".tmp")
+            scratch.write_text(json.dumps({"phase": self.phase, "totals": self.totals,
+                                           "running": running}))
+            scratch.replace(self.keep)
+
+    def next_phase(self, phase: str) -> None:
+        self.phase = phase
+        self.totals.clear()
+
+
+def profile_backend(backend: Any, keep: Path | None = None) -> Profile:
     """Wrap ``backend._timed`` so every statement adds its seconds to its km call site."""
-    totals: dict[str, list[float]] = {}
+    profile = Profile(keep)
     timed = backend._timed
 
     def wrapped(sql: str, params: Any, fetch: bool) -> Any:
+        site = _call_site()
+        profile.save([site, time.time()])
         started = time.perf_counter()
         try:
             return timed(sql, params, fetch)
         finally:
-            entry = totals.setdefault(_call_site(), [0.0, 0])
+            entry = profile.totals.setdefault(site, [0.0, 0])
             entry[0] += time.perf_counter() - started
             entry[1] += 1
+            profile.save(None)
 
     backend._timed = wrapped
-    return totals
+    return profile
+
+
+def saved_profile(keep: Path) -> tuple[str, str] | None:
+    """(phase, profile as text) that a stopped cell left in ``keep`` (:class:`Profile`)."""
+    if not keep.exists():
+        return None
+    saved = json.loads(keep.read_text())
+    totals = saved["totals"]
+    running = saved["running"]
+    if running is not None:  # the statement the timeout stopped counts as far as it got
+        entry = totals.setdefault(f"{running[0]} (running when stopped)", [0.0, 0])
+        entry[0] += time.time() - running[1]
+        entry[1] += 1
+    return saved["phase"], format_profile(totals)
 
 
 def format_profile(totals: dict[str, list[float]], top: int = 25) -> str:
@@ -189,31 +234,30 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
                               "certify": cell.get("certify", "auto")}
     if cell.get("graph"):
         params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
-    totals = profile_backend(db) if cell.get("profile") else None
+    keep = Path(cell["workdir"]) / f"profile-{os.getpid()}.json"
+    profile = profile_backend(db, keep) if cell.get("profile") else None
     started = time.perf_counter()
     try:
         with interrupt_handling():  # the timeout's SIGINT stops a DuckDB statement at once
             run_id = api.anonymize(db, dataset, require_model("km"), params,
                                    seed=cell["seed"])
-    except KeyboardInterrupt:  # the cell's timeout: say where the time went before stopping
-        if totals is not None:
-            print(f"# profile of the search until its timeout "
-                  f"({time.perf_counter() - started:.1f} s), {cell['dataset']} k={cell['k']} "
-                  f"m={cell['m']} sigma={cell['sigma']}\n{format_profile(totals)}",
-                  file=sys.stderr, flush=True)
+            out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
+            run = api.get_run(db, dataset, run_id)
+            if profile is not None:
+                print(f"# profile of the search, {cell['dataset']} k={cell['k']} "
+                      f"m={cell['m']} sigma={cell['sigma']}\n{format_profile(profile.totals)}",
+                      file=sys.stderr, flush=True)
+                profile.next_phase("verify")
+            started = time.perf_counter()
+            out["verify"] = api.verify(db, dataset, run).ok
+            out["verify_seconds"] = time.perf_counter() - started
+    except KeyboardInterrupt:  # the cell's timeout: _spawn prints the profile kept so far
         raise SystemExit(130) from None
-    out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
-    run = api.get_run(db, dataset, run_id)
-    if totals is not None:
-        print(f"# profile of the search, {cell['dataset']} k={cell['k']} m={cell['m']} "
-              f"sigma={cell['sigma']}\n{format_profile(totals)}", file=sys.stderr, flush=True)
-        totals.clear()
-    started = time.perf_counter()
-    out["verify"] = api.verify(db, dataset, run).ok
-    out["verify_seconds"] = time.perf_counter() - started
-    if totals is not None:
-        print(f"# profile of verify\n{format_profile(totals, 10)}", file=sys.stderr,
+    if profile is not None:
+        print(f"# profile of verify\n{format_profile(profile.totals, 10)}", file=sys.stderr,
               flush=True)
+        profile.keep = None
+    keep.unlink(missing_ok=True)
     out["figures"] = {key: run.figures[key] for key in
                       ("published_labels", "ncp", "generalized_share", "rounds", "geo_error",
                        *POOL_FIGURES) if key in run.figures}
@@ -237,12 +281,19 @@ def _spawn(cell: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     try:
         stdout, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        keep = Path(cell["workdir"]) / f"profile-{child.pid}.json"
+        saved = saved_profile(keep)  # read before the child's own clean-up statements
         child.send_signal(signal.SIGINT)  # lets the driver cancel the running statement
         try:
             child.communicate(timeout=30)
         except subprocess.TimeoutExpired:
             child.kill()
             child.communicate()
+        if saved is not None:
+            print(f"# profile of the {saved[0]} until the cell's timeout ({timeout:.0f} s), "
+                  f"{cell['dataset']} k={cell['k']} m={cell['m']} sigma={cell['sigma']}\n"
+                  f"{saved[1]}", file=sys.stderr, flush=True)
+        keep.unlink(missing_ok=True)
         return None
     if child.returncode != 0:
         return {"error": f"exit code {child.returncode}"}
