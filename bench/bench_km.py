@@ -10,8 +10,9 @@ Variants: ``exact`` is σ = 1 (the apriori-based anonymization, Acs et al. Sec. 
 ``sampled`` is σ = ``--sigma`` (default 0.99) by Alg. 2, exact up to ``--exact-upto``.
 
 Each cell runs in a child process under ``--timeout`` seconds (SIGINT, then SIGKILL after 30 s),
-so one slow cell cannot eat a locked benchmark slot; such a cell prints "timeout". Cells that
-would start after ``--budget`` seconds print "not measured".
+so one slow cell cannot eat a locked benchmark slot; such a cell prints "timeout" (and, with
+``--profile``, where its time went until then). Cells that would start after ``--budget``
+seconds print "not measured".
 
 Usage (from the repository root; Retail's hierarchy is derived by make_retail_hierarchy.py)::
 
@@ -278,10 +279,10 @@ def _spawn(cell: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     """Run one cell in a child; None when it ran past ``timeout`` (then it is stopped)."""
     child = subprocess.Popen([sys.executable, __file__, "--cell", json.dumps(cell)],
                              stdout=subprocess.PIPE, text=True)
+    keep = Path(cell["workdir"]) / f"profile-{child.pid}.json"
     try:
         stdout, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        keep = Path(cell["workdir"]) / f"profile-{child.pid}.json"
         saved = saved_profile(keep)  # read before the child's own clean-up statements
         child.send_signal(signal.SIGINT)  # lets the driver cancel the running statement
         try:
@@ -295,6 +296,7 @@ def _spawn(cell: dict[str, Any], timeout: float) -> dict[str, Any] | None:
                   f"{saved[1]}", file=sys.stderr, flush=True)
         keep.unlink(missing_ok=True)
         return None
+    keep.unlink(missing_ok=True)  # left by a child that failed
     if child.returncode != 0:
         return {"error": f"exit code {child.returncode}"}
     return json.loads(stdout.strip().splitlines()[-1])
