@@ -175,6 +175,12 @@ def prepare(workdir: Path, records: int, seed: int) -> tuple[Path, Path, Path]:
     return tsv, fimi, hierarchy
 
 
+def run_rounds(figures: dict[str, Any]) -> Any:
+    """A run's rounds from its figures (kanon keeps a list of iterations, km a count)."""
+    rounds = figures.get("iterations", figures.get("rounds", "-"))
+    return len(rounds) if isinstance(rounds, list) else rounds
+
+
 def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
         models: list[str], statements: bool, memory: bool = False) -> None:
     db = api.open_database(url, "bench")
@@ -217,9 +223,7 @@ def run(url: str, name: str, tsv: Path, fimi: Path, hierarchy: Path, k: int,
                       f"start), Spark JVM heap peak {jvm}", flush=True)
             spent = ("-" if not counts else " | ".join(
                 "-" if value is None else str(value) for value in spark_counts(db, first_job)))
-            figures = api.get_run(db, dataset, run_id).figures
-            rounds = figures.get("iterations", figures.get("rounds", "-"))
-            rounds = len(rounds) if isinstance(rounds, list) else rounds
+            rounds = run_rounds(api.get_run(db, dataset, run_id).figures)
             print(f"{name} | {model} k={k} | {seconds:.1f} s | rounds {rounds} | "
                   f"jobs | stages | shuffle stages: {spent}", flush=True)
             if totals is not None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_spark import QI, prepare
+from bench.bench_spark import QI, prepare, run_rounds
 
 # name -> (Spark settings for spark-defaults.conf, JVM flags for JAVA_TOOL_OPTIONS)
 VARIANTS: dict[str, tuple[dict[str, str], str]] = {
@@ -42,13 +42,9 @@ VARIANTS: dict[str, tuple[dict[str, str], str]] = {
     "uncompressed": ({"spark.sql.parquet.compression.codec": "uncompressed",
                       "spark.shuffle.compress": "false",
                       "spark.shuffle.spill.compress": "false"}, ""),
-    "parallel-gc+broadcast-256m": ({"spark.sql.autoBroadcastJoinThreshold": str(256 * 2**20)},
-                                   "-XX:+UseParallelGC"),
 }
-
-
-def url_of(warehouse: Path, cores: int) -> str:
-    return f"spark://local[{cores}]?warehouse={warehouse}"
+VARIANTS["parallel-gc+broadcast-256m"] = (VARIANTS["broadcast-256m"][0],
+                                          VARIANTS["parallel-gc"][1])
 
 
 def child(url: str, k: int) -> None:
@@ -64,10 +60,8 @@ def child(url: str, k: int) -> None:
                                {"k": k, "qi": QI, "suppress_budget": 0.01}, seed=1,
                                check=False)
         seconds = time.perf_counter() - started
-        figures = api.get_run(db, claims, run_id).figures
-        rounds = figures.get("iterations", figures.get("rounds", "-"))
         print(json.dumps({"seconds": seconds,
-                          "rounds": len(rounds) if isinstance(rounds, list) else rounds}))
+                          "rounds": run_rounds(api.get_run(db, claims, run_id).figures)}))
     finally:
         db.close()
 
@@ -134,10 +128,9 @@ def main() -> None:
     tsv, _, _ = prepare(args.workdir, args.records, args.seed)
     warehouse = args.workdir / "settings-warehouse"
     shutil.rmtree(warehouse, ignore_errors=True)
-    url = url_of(warehouse, args.cores)
+    url = f"spark://local[{args.cores}]?warehouse={warehouse}"
     with tempfile.TemporaryDirectory() as scratch:
         confdir = Path(scratch) / "conf"
-        confdir.mkdir()
         loaded = in_child(["--child", url, "--load", str(tsv)])
         print(f"# {args.records:,} claims; load average {os.getloadavg()[0]:.1f}; loaded into "
               f"Spark once in {loaded['seconds']:.1f} s")
