@@ -87,15 +87,22 @@ SELECT node_id FROM (
 
 -- name: km_touched_counts
 -- km_generalized_counts of the records holding a changed node, each node flagged (fresh = 1)
--- when it changed: every holder of an image with a changed node is among these records.
+-- when it changed: every holder of an image with a changed node is among these records. Read
+-- from the items, not from a full km_generalized_counts of the cut: the records holding a
+-- changed node are found by their items under one, so a round groups only their rows.
 -- (A join, not IN, flags the nodes: Spark takes IN subqueries only as filters.)
-SELECT g.record_id, g.node_id, g.c,
+SELECT i.record_id, c.node_id, count(*) AS c,
        CASE WHEN f.node_id IS NULL THEN 0 ELSE 1 END AS fresh
-FROM counts AS g
-LEFT JOIN changed AS f ON f.node_id = g.node_id
-WHERE g.record_id IN (
-    SELECT t.record_id FROM counts AS t JOIN changed AS ch ON ch.node_id = t.node_id
+FROM items AS i
+JOIN cut AS c ON c.item_id = i.item_id
+LEFT JOIN changed AS f ON f.node_id = c.node_id
+WHERE i.record_id IN (
+    SELECT t.record_id
+    FROM items AS t
+    JOIN cut AS tc ON tc.item_id = t.item_id
+    JOIN changed AS ch ON ch.node_id = tc.node_id
 )
+GROUP BY i.record_id, c.node_id, f.node_id
 
 -- name: km_merge_costs
 -- For every node P above a cut node, the increase of the error if the cut nodes below P are

@@ -138,7 +138,8 @@ def test_images_after_merges_are_those_a_full_enumeration_finds(
     assert sorted(int(n) for (n,) in db.query(exp.select("node_id").from_(changed.copy()))) == [
         n for n in sorted(set(members[0]) | set(members[1]))
         if members[0].get(n) != members[1].get(n)]
-    db.materialize(touched, "km_touched_counts", None, {"counts": new, "changed": changed})
+    db.materialize(touched, "km_touched_counts", None,
+                   {"items": items, "cut": after, "changed": changed})
     db.materialize(kept, exp.union(untouched_image_rows(old_images, changed, ell),
                                    violating_image_rows(touched, ell, touching="fresh"),
                                    distinct=False), {"k": k})

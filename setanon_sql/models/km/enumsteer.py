@@ -45,25 +45,25 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
     counts, prevcut = gen.table("gcount"), gen.table("vprevcut")
     images: exp.Table | None = None
     history = exact.steered
-    rows = None
+    rows = 0
     try:
         while True:
-            b.materialize(counts, "km_generalized_counts", None,
-                          {"items": gen.items, "cut": gen.cut})
-            if rows is None:
-                # Merges only coarsen the cut, so no record gets longer in nodes: the first
-                # round's row count bounds every later one (it is asked once per size).
+            if images is None:
+                # The first round enumerates <R, D> of every record; merges only coarsen the
+                # cut, so no record gets longer in nodes: its row count bounds every later
+                # round's (it is asked once per size).
+                b.materialize(counts, "km_generalized_counts", None,
+                              {"items": gen.items, "cut": gen.cut})
                 rows = enumeration_rows(
                     b.query("km_group_record_lengths", None, {"gr": counts}), ell)
                 if rows > budget:
                     return None
-            exact.tries += 1
-            if images is None:
                 images = gen.table("vimages0")
                 b.materialize(images, violating_image_rows(counts, ell), {"k": exact.k})
+                b.drop_table(counts)
             else:
-                images = _next_images(exact, images, counts, prevcut, len(history))
-            b.drop_table(counts)
+                images = _next_images(exact, images, prevcut, len(history))
+            exact.tries += 1
             found, total = b.query(
                 exp.select(exp.func("count", exp.Star()),
                            exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
@@ -92,7 +92,7 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
             b.drop_table(table)
 
 
-def _next_images(exact: ExactCheck, images: exp.Table, counts: exp.Table, prevcut: exp.Table,
+def _next_images(exact: ExactCheck, images: exp.Table, prevcut: exp.Table,
                  round_no: int) -> exp.Table:
     """The violating images under the current cut, from those under the previous one
     (``images``, dropped here) and the cut before the merges (``prevcut``).
@@ -108,7 +108,8 @@ def _next_images(exact: ExactCheck, images: exp.Table, counts: exp.Table, prevcu
     nxt = gen.table(f"vimages{round_no}")
     try:
         b.materialize(changed, "km_changed_nodes", None, {"cut": gen.cut, "prevcut": prevcut})
-        b.materialize(touched, "km_touched_counts", None, {"counts": counts, "changed": changed})
+        b.materialize(touched, "km_touched_counts", None,
+                      {"items": gen.items, "cut": gen.cut, "changed": changed})
         b.materialize(nxt, exp.union(untouched_image_rows(images, changed, ell),
                                      violating_image_rows(touched, ell, touching="fresh"),
                                      distinct=False), {"k": exact.k})
