@@ -12,7 +12,7 @@ import pytest
 from setanon_sql.models.prho.adversaries import rules_query
 from setanon_sql.models.prho.constraint import threshold
 from setanon_sql.models.prho.params import count_lines, sample_size
-from setanon_sql.models.prho.sampler import sweep_delta
+from setanon_sql.models.prho.sampler import next_tested, sweep_delta
 from setanon_sql.models.prho.staged import ONE_STAGE_MAX_ROWS, one_stage_within_reach
 from setanon_sql.models.rho.check import CheckShape
 from setanon_sql.sqlrender import qualified_table
@@ -39,6 +39,17 @@ def test_sweep_confidences_sum_to_delta() -> None:
     assert parts[0] == pytest.approx(0.05 * 6 / math.pi ** 2)
     assert all(a > b for a, b in itertools.pairwise(parts))
     assert 0.04999 < sum(parts) < 0.05
+
+
+def test_bound_rule_retests_the_repaired_and_the_near_sizes_then_every_size() -> None:
+    """--stop-rule bound: after a repair, the sizes repaired and those whose last bound was at
+    least epsilon / 2; after a sweep without repairs, every size (only that sweep may end)."""
+    every = [1, 2, 3, 4, 5]
+    bounds = {1: 0.003, 2: 0.051, 3: 0.12, 4: 0.025, 5: 0.0249}
+    assert next_tested(every, bounds, [2, 3], 0.05) == [2, 3, 4]
+    assert next_tested(every, bounds, [3], 0.05) == [2, 3, 4]
+    assert next_tested(every, bounds, [], 0.05) == every
+    assert next_tested(every, dict.fromkeys(every, 0.0), [5], 0.05) == [5]
 
 
 def test_count_lines_matches_the_loader(tmp_path: Path) -> None:
