@@ -286,6 +286,24 @@ WITH supp AS (
 SELECT k.sid, s.item_id, k.supp
 FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
 
+-- name: km_proposals_as_samples
+-- One round's proposals in the samples' shape (sid = pid), before any support in D is known:
+-- checked against the cut first, so that a part that fails counts supports only for its
+-- violating proposals.
+SELECT pid AS sid, item_id, CAST(NULL AS BIGINT) AS supp FROM subs
+
+-- name: km_sample_accepted_count
+-- How many proposals the rejection step of km_sample_accept keeps (the same test, the same
+-- uniform numbers): every proposal of the round is then a sample or rejected.
+SELECT count(*)
+FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
+WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
+
+-- name: km_proposal_keys_among
+-- (pid, vid) of the proposals whose pid is among chosen(sid): the violating ones of a part,
+-- whose supports alone decide whether the part holds a violating sample.
+SELECT pk.pid, pk.vid FROM pkeys AS pk WHERE pk.pid IN (SELECT sid FROM chosen)
+
 -- name: km_sample_union
 -- The samples so far and the new ones up to number :limit: the first accepted in proposal
 -- order (an order fixed before any support is known), so the kept ones stay uniform and

@@ -123,14 +123,23 @@ def test_sizes_certified_by_enumeration_meet_sigma(db: Backend, tmp_path: Path,
     assert api.verify(db, dataset, run).ok
 
 
-def test_certify_samples_never_enumerates(db: Backend, tmp_path: Path) -> None:
-    data, hierarchy = random_case(tmp_path, 7)
+@pytest.mark.parametrize("seed", [7, 8, 9])
+@pytest.mark.on_spark(seeds=[7])
+def test_certify_samples_never_enumerates(db: Backend, tmp_path: Path, seed: int) -> None:
+    # Every size decided by pools of proposals checked before the rejection step (sampled.py)
+    data, hierarchy = random_case(tmp_path, seed)
     k, sigma = 3, 0.85
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
                                              sigma=str(sigma), certify="samples")
     assert run.figures["pools_certified_exactly"] == 0
     assert run.figures["exact_checks"] == 0
     assert run.figures["pools_certified_by_samples"] == 2
+    steered = [entry for entry in run.figures["rounds"] if "violating_samples" in entry]
+    assert run.figures["pools_failed_by_samples"] >= 1  # the path of a failing part is taken
+    assert len(steered) >= run.figures["pools_failed_by_samples"]
+    assert all(entry["proposals"] >= entry["violating_samples"] for entry in steered)
+    certified = [entry for entry in run.figures["rounds"] if "certified_by" in entry]
+    assert sum(entry["proposed_parts"] for entry in certified) >= 1  # pools after a failed one
     original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
     mapping = km_oracle.read_mapping(mapping_file)
     for ell in (1, 2):

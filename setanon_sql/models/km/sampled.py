@@ -28,6 +28,19 @@ What is reused, and why that is allowed:
   the merges made in between (the violators are dropped and the rest kept), and the chance
   of γ clean samples would no longer be bounded by (1 - ε)^γ. Theorem 1 is applied to the
   samples drawn after the last merge only, as in Alg. 2.
+- **proposals first** (the rejection sampler, :class:`.sampler.Sampler`): a part is drawn
+  as one round of proposals (records by C(|r|, ℓ), an ℓ-subset of each) and checked against
+  the cut before the rejection step counts supp(C) in D (once the size's acceptance is known:
+  its first part is drawn whole, to know how many proposals make a part). The part's samples
+  are its accepted proposals, as in :meth:`.sampler.Sampler.draw`; what changes is which
+  supports are counted.
+  If no proposal violates k, no sample does: the rejection step runs for the whole round to
+  count the samples. If some do, it runs for those alone (a few itemsets, where the whole
+  round's supports were most of the search on 1 M CDR-like users, BENCHMARKS.md): the part
+  fails when one of them is accepted, and steers with the accepted ones, as Alg. 2 does;
+  when none is, it is clean and counted as above. So the samples and decisions are those of
+  a round drawn whole; a failed part's sample count (``samples``) is estimated from its
+  ``proposals`` at the acceptance measured so far, and serves only the steering.
 - **tables that depend on D only**: the sampler keeps its per-size tables across parts (the
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
@@ -191,6 +204,21 @@ class Steering:
         self.wait_below = bad * min(0.5, self.epsilon / share) if share > 0 else bad / 2
 
 
+def _accepted_violators(b: Backend, sampler: Sampler, pool: exp.Table, keys: exp.Table,
+                        violations: exp.Table, chosen: exp.Table) -> int:
+    """Replace ``pool`` (a part's proposals, of which some violate k) by its violating
+    proposals that the rejection step accepts; returns how many. Drops ``keys``,
+    ``violations`` and the scratch table ``chosen``."""
+    try:
+        b.materialize(chosen, "km_violating_samples", None,
+                      {"samples": pool, "keys": keys, "violations": violations})
+        for table in (violations, keys, pool):
+            b.drop_table(table)
+        return sampler.accept_among(chosen, pool)
+    finally:
+        b.drop_table(chosen)
+
+
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
                     sigma: float, error: str, batch: float,
                     certify: str = "auto") -> list[dict[str, Any]]:
@@ -206,6 +234,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     narrowed = gen.table("snarrow")
     history: list[dict[str, Any]] = []
     clean, part, parts, failed_pools = 0, None, 0, 0
+    proposed = 0  # parts checked as proposals before the rejection step
     if exact is not None:
         # While one enumeration costs less than the first pool, it steers the merges itself
         # (:mod:`.enumsteer`); past that, the samples go on from the cut it reached.
@@ -224,16 +253,35 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
             if exact is not None and exact.worth(checker.lengths(), ahead) \
                     and exact.certifies():
                 history.append({"size": ell, "certified_by": "exact", "clean_samples": clean,
-                                "gamma": rule.gamma, "parts": parts,
+                                "gamma": rule.gamma, "parts": parts, "proposed_parts": proposed,
                                 "failed_pools": failed_pools, **exact.figures()})
                 return history
-            drawn = sampler.draw(ell, part, pool)
+            # The first part of a size is drawn whole (its acceptance is not known yet: with
+            # proposals for γ samples at ℓ = 2 on CDR-like data it held 1/20 of them, and
+            # steered by as few violators); later parts are proposed, then checked.
+            proposing = isinstance(sampler, Sampler) and sampler.knows_acceptance(ell)
+            if proposing and isinstance(sampler, Sampler):
+                drawn = sampler.propose(ell, part, pool)
+            else:
+                drawn = sampler.draw(ell, part, pool)
             parts += 1
+            proposed += int(proposing)
             if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
                 b.drop_table(pool)
                 history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
+            proposals = drawn
+            if proposing and isinstance(sampler, Sampler):
+                if bad:  # which violating proposals are samples: supports of those alone
+                    bad = _accepted_violators(b, sampler, pool, keys, violations, narrowed)
+                if bad:
+                    sampler.discard()
+                    # the part's samples, estimated: its proposals at the acceptance so far
+                    drawn = max(bad, round(proposals * sampler.acceptance.get(ell, 1.0)))
+                    bad, plan = checker.check(pool)  # the violating samples, to steer by
+                else:
+                    drawn = sampler.accept()  # no violating sample: count the part's samples
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
@@ -245,7 +293,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 if outcome == "passed":
                     history.append({"size": ell, "certified_by": "samples",
                                     "clean_samples": clean, "gamma": rule.gamma,
-                                    "parts": parts, "failed_pools": failed_pools,
+                                    "parts": parts, "proposed_parts": proposed,
+                                    "failed_pools": failed_pools,
                                     "plan": plan,
                                     **(exact.figures() if exact is not None else {})})
                     return history
@@ -262,6 +311,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                     b.drop_table(table)
                 pool, narrowed = narrowed, pool  # the two names take turns: no copy back
                 history.append({"size": ell, "violating_samples": bad, "samples": drawn,
+                                "proposals": proposals if proposing else drawn,
                                 "merges": merges, "plan": plan})
                 if not merges:
                     raise gen.no_merge_error(k)
@@ -272,7 +322,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                     if exact.certifies():
                         history.append({"size": ell, "certified_by": "exact",
                                         "clean_samples": 0, "gamma": rule.gamma,
-                                        "parts": parts, "failed_pools": failed_pools,
+                                        "parts": parts, "proposed_parts": proposed,
+                                    "failed_pools": failed_pools,
                                         "while_steering": True, **exact.figures()})
                         return history
                     steer.failed(bad, exact.last.get("share_bound", 1.0))

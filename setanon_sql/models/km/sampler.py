@@ -113,6 +113,8 @@ class Sampler:
     proposals: int = 0
     round_cap: dict[int, int] = field(default_factory=dict)
     prepared: tuple[int, float, int] | None = None  # (ℓ, Z, buckets) of the kept tables
+    # (ℓ, proposals, round parameters) of the last propose() until accept() or discard()
+    _pending: tuple[int, int, dict[str, int]] | None = None
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
         what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
@@ -135,6 +137,26 @@ class Sampler:
                           {"items": self.items})
             self.proposals += count
             return self._count(target, "sid")
+        self._check_work(ell, count)
+        z, nb = self._prepare(ell)
+        self._empty(target)
+        have = 0
+        if nb:
+            while have < count:
+                have = self._round(ell, count - have, have, z, nb, target)
+        return have
+
+    def _empty(self, target: exp.Table) -> None:
+        """``target(sid, item_id, supp)`` with no rows."""
+        self.backend.materialize(target, exp.select("sid", "item_id", "supp").from_(
+            exp.select(exp.cast(exp.Literal.number(0), "BIGINT").as_("sid"),
+                       exp.cast(exp.Literal.number(0), "BIGINT").as_("item_id"),
+                       exp.cast(exp.Literal.number(0), "BIGINT").as_("supp")).subquery("e"))
+            .where(exp.false()))
+
+    def _check_work(self, ell: int, count: int) -> None:
+        """Refuse a draw whose rounds would hash more than MAX_SAMPLING_ROWS rows; remember the
+        largest round that stays within MAX_ROUND_ROWS."""
         work = self._work(ell, count)
         if work is not None and work.too_large():
             raise WorkTooLargeError(
@@ -145,17 +167,6 @@ class Sampler:
                 "(--sigma 1), or remove or split that record")
         if work is not None:
             self.round_cap[ell] = work.round_proposals()
-        z, nb = self._prepare(ell)
-        b.materialize(target, exp.select("sid", "item_id", "supp").from_(
-            exp.select(exp.cast(exp.Literal.number(0), "BIGINT").as_("sid"),
-                       exp.cast(exp.Literal.number(0), "BIGINT").as_("item_id"),
-                       exp.cast(exp.Literal.number(0), "BIGINT").as_("supp")).subquery("e"))
-            .where(exp.false()))
-        have = 0
-        if nb:
-            while have < count:
-                have = self._round(ell, count - have, have, z, nb, target)
-        return have
 
     def _prepare(self, ell: int) -> tuple[float, int]:
         """(Z, buckets) of size ℓ; makes recw, recb and snodes unless this size has them."""
@@ -187,7 +198,8 @@ class Sampler:
         self.prepared = None
 
     def release(self) -> None:
-        """Drop every table this sampler keeps between draws."""
+        """Drop every table this sampler keeps between draws (and a round left pending)."""
+        self.discard()
         self.release_size()
 
     def _work(self, ell: int, count: int) -> SamplingWork | None:
@@ -202,35 +214,147 @@ class Sampler:
         self.backend.materialize(subs, statement("km_sample_subsets", ell, self.backend),
                                  params, {"props": props, "items": self.items})
 
-    def _round(self, ell: int, missing: int, have: int, z: float, nb: int,
-               target: exp.Table) -> int:
+    def _round_size(self, ell: int, wanted: int, slack: float) -> int:
+        """Proposals for about ``wanted`` accepted samples at the acceptance seen so far.
+
+        Before the first round of a size the acceptance is unknown: assume every proposal is
+        accepted (at ℓ >= 4 on BMS2 0.99 are: itemsets of long records are unique), and let a
+        later round make up for a lower rate. Assuming 0.5 drew 2.4x the samples asked for at
+        ℓ = 5, all of which were then checked."""
+        rate = self.acceptance.get(ell, 1.0)
+        return min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
+                   math.ceil(wanted / max(rate, 0.01) * slack) + 16)
+
+    def _propose(self, ell: int, n: int, z: float, nb: int) -> dict[str, int]:
+        """One round's ``n`` proposals: ``props`` (records), ``subs`` (an ℓ-subset of each),
+        ``pkeys`` and ``pitems`` (each distinct itemset once); returns the round's parameters."""
         b = self.backend
         self.rounds += 1
-        # Before the first round of a size the acceptance is unknown: assume every proposal
-        # is accepted (at ℓ >= 4 on BMS2 0.99 are: itemsets of long records are unique), and
-        # let a second round make up for a lower rate. Assuming 0.5 drew 2.4x the samples
-        # asked for at ℓ = 5, all of which were then checked.
-        rate = self.acceptance.get(ell, 1.0)
-        n = min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
-                math.ceil(missing / max(rate, 0.01) * 1.2) + 16)
-        props, subs, fresh, merged = (self.table(p) for p in ("props", "subs", "fresh", "sunion"))
+        props, subs = self.table("props"), self.table("subs")
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
         b.materialize(props, statement("km_sample_records", ell, b),
                       {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
         self._subsets(ell, common, props, subs)
-        pkeys, itemsets, support = (self.table(p) for p in ("pkeys", "pitems", "psupp"))
+        pkeys = self.table("pkeys")
         b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
-        b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": pkeys, "subs": subs})
-        itemset_support(b, itemsets, self.table("snodes"), support, self.table)
-        b.materialize(fresh, statement("km_sample_accept", ell, b), {**common, "offset": have},
-                      {"subs": subs, "pkeys": pkeys, "support": support})
-        accepted = self._count(fresh, "sid")
+        b.materialize(self.table("pitems"), "km_proposal_itemsets", None,
+                      {"pkeys": pkeys, "subs": subs})
         self.proposals += n
+        return common
+
+    def _supports(self, itemsets: exp.Table | None = None) -> exp.Table:
+        """``psupp(vid, supp)``: supp(C) in D of each distinct proposal of the round (or of
+        ``itemsets``, some of them)."""
+        support = self.table("psupp")
+        self.backend.drop_table(support)
+        itemset_support(self.backend, itemsets or self.table("pitems"), self.table("snodes"),
+                        support, self.table)
+        return support
+
+    def _drop_round(self) -> None:
+        for purpose in ("props", "subs", "pkeys", "pitems", "psupp"):
+            self.backend.drop_table(self.table(purpose))
+
+    def _round(self, ell: int, missing: int, have: int, z: float, nb: int,
+               target: exp.Table) -> int:
+        b = self.backend
+        n = self._round_size(ell, missing, 1.2)
+        common = self._propose(ell, n, z, nb)
+        fresh, merged = self.table("fresh"), self.table("sunion")
+        b.materialize(fresh, statement("km_sample_accept", ell, b), {**common, "offset": have},
+                      {"subs": self.table("subs"), "pkeys": self.table("pkeys"),
+                       "support": self._supports()})
+        accepted = self._count(fresh, "sid")
         self.acceptance[ell] = max(accepted / n, 0.001)
         b.materialize(merged, "km_sample_union", {"limit": have + missing},
                       {"samples": target, "fresh": fresh})
-        for table in (props, subs, pkeys, itemsets, support, fresh, target):
+        self._drop_round()
+        for table in (fresh, target):
             b.drop_table(table)
         b.materialize(target, exp.select("*").from_(merged.copy()))
         b.drop_table(merged)
         return have + min(accepted, missing)
+
+    # ---- proposals first: a pool that fails costs no support in D ----------------------------
+    def knows_acceptance(self, ell: int) -> bool:
+        """Whether a draw of size ℓ measured the acceptance, which sizes a round of proposals."""
+        return ell in self.acceptance
+
+    def propose(self, ell: int, count: int, target: exp.Table) -> int:
+        """Create ``target(sid, item_id, supp)`` with one round of proposals, about enough for
+        ``count`` accepted samples; ``supp`` is NULL. Returns how many (0: Omega^ℓ is empty).
+
+        The rejection step (supp(C) in D of each distinct proposal, the dearest statement of
+        a round on large data) is left for :meth:`accept`, so a caller that finds a proposal
+        violating k can fail its pool without it (:func:`.sampled.enforce_sampled`) and
+        :meth:`discard` the round. Size 1 draws uniform samples directly: every one counts.
+        """
+        b = self.backend
+        self._pending = None
+        if ell == 1:
+            drawn = self.draw(1, count, target)
+            self._pending = (ell, drawn, {})
+            return drawn
+        self._check_work(ell, count)
+        z, nb = self._prepare(ell)
+        if not nb:
+            self._empty(target)
+            return 0
+        n = self._round_size(ell, count, 1.0)
+        common = self._propose(ell, n, z, nb)
+        b.materialize(target, "km_proposals_as_samples", None, {"subs": self.table("subs")})
+        self._pending = (ell, n, common)
+        return n
+
+    def accept(self) -> int:
+        """How many proposals of the last :meth:`propose` the rejection step accepts (each with
+        probability 1 / supp(C), the same test as :meth:`draw`'s): uniform, independent samples
+        of Omega^ℓ. Drops the round's tables."""
+        if self._pending is None:
+            raise RuntimeError("accept() needs a propose() before it")
+        ell, n, common = self._pending
+        self._pending = None
+        if ell == 1:
+            return n
+        try:
+            accepted = int(self.backend.scalar(
+                statement("km_sample_accepted_count", ell, self.backend), common,
+                {"pkeys": self.table("pkeys"), "support": self._supports()}))
+        finally:
+            self._drop_round()
+        self.acceptance[ell] = max(accepted / n, 0.001)
+        return accepted
+
+    def accept_among(self, chosen: exp.Table, target: exp.Table) -> int:
+        """``target(sid, item_id, supp)``: the proposals of the last :meth:`propose` whose sid
+        is in ``chosen(sid, ...)`` and that the rejection step accepts (the same test as
+        :meth:`accept`), counting supp(C) in D for those itemsets only; returns how many.
+
+        A part whose violating proposals are all rejected holds no violating sample, so the
+        caller then goes on with :meth:`accept`; the round's tables stay until then."""
+        if self._pending is None:
+            raise RuntimeError("accept_among() needs a propose() before it")
+        ell, _, common = self._pending
+        b = self.backend
+        if ell == 1:  # every proposal of size 1 is a sample
+            b.materialize(target, exp.select("sid", "item_id", "supp").from_(chosen.copy()))
+            return self._count(target, "sid")
+        keys, itemsets = self.table("ckeys"), self.table("citems")
+        try:
+            b.materialize(keys, "km_proposal_keys_among", None,
+                          {"pkeys": self.table("pkeys"), "chosen": chosen})
+            b.materialize(itemsets, "km_proposal_itemsets", None,
+                          {"pkeys": keys, "subs": self.table("subs")})
+            b.materialize(target, statement("km_sample_accept", ell, b), {**common, "offset": 0},
+                          {"subs": self.table("subs"), "pkeys": keys,
+                           "support": self._supports(itemsets)})
+        finally:
+            for table in (keys, itemsets, self.table("psupp")):
+                b.drop_table(table)
+        return self._count(target, "sid")
+
+    def discard(self) -> None:
+        """Forget the last :meth:`propose` without counting supports."""
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] != 1:
+            self._drop_round()
