@@ -223,10 +223,11 @@ CROSS JOIN LATERAL generate_series(CAST(floor(r.lo / :z * :nb) AS BIGINT),
                                    CAST(floor(r.hi / :z * :nb) AS BIGINT)) AS b(bucket)
 
 -- name: km_sample_records
--- :n proposals of round :round: a record drawn with probability C(|D_u|, ℓ) / Z.
+-- Proposals :first..:last of round :round: a record drawn with probability C(|D_u|, ℓ) / Z.
+-- (A round may be drawn in parts, each numbering its proposals after the last part's.)
 WITH p AS (
     SELECT g.pid, km_uniform('record', :seed, :ell, :round, g.pid) * :z AS t
-    FROM generate_series(CAST(1 AS BIGINT), CAST(:n AS BIGINT)) AS g(pid)
+    FROM generate_series(CAST(:first AS BIGINT), CAST(:last AS BIGINT)) AS g(pid)
 )
 SELECT p.pid, b.record_id
 FROM p JOIN recb AS b
@@ -286,6 +287,12 @@ WITH supp AS (
 SELECT k.sid, s.item_id, k.supp
 FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
 
+-- name: km_kept_proposals
+-- The proposals kept so far in a pool's round (kept) and a part's clean ones (subs).
+SELECT pid, item_id FROM kept
+UNION ALL
+SELECT pid, item_id FROM subs
+
 -- name: km_proposals_as_samples
 -- One round's proposals in the samples' shape (sid = pid), before any support in D is known:
 -- checked against the cut first, so that a part that fails counts supports only for its
@@ -303,6 +310,24 @@ WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
 -- (pid, vid) of the proposals whose pid is among chosen(sid): the violating ones of a part,
 -- whose supports alone decide whether the part holds a violating sample.
 SELECT pk.pid, pk.vid FROM pkeys AS pk WHERE pk.pid IN (SELECT sid FROM chosen)
+
+-- name: km_accepted_proposals
+-- The proposals (pkeys: some of a part's) that the rejection step of km_sample_accept keeps,
+-- numbered as proposed (sid = pid), so that the part's keys still name them.
+WITH kept AS (
+    SELECT pk.pid, s.supp FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
+    WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
+)
+SELECT k.pid AS sid, s.item_id, k.supp FROM kept AS k JOIN subs AS s ON s.pid = k.pid
+
+-- name: km_sample_keys_among
+-- The keys (sid, vid, node_id) of the samples still in the pool.
+SELECT k.sid, k.vid, k.node_id FROM keys AS k WHERE k.sid IN (SELECT sid FROM samples)
+
+-- name: km_violations_among
+-- The violating generalized itemsets (vid, node_id, n) with n re-counted over the keys left.
+WITH n AS (SELECT vid, count(DISTINCT sid) AS n FROM keys GROUP BY vid)
+SELECT v.vid, v.node_id, n.n FROM violations AS v JOIN n ON n.vid = v.vid
 
 -- name: km_sample_union
 -- The samples so far and the new ones up to number :limit: the first accepted in proposal

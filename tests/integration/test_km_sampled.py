@@ -48,10 +48,11 @@ def test_samples_are_uniform_over_the_itemsets_that_occur(db: Backend, tmp_path:
 @pytest.mark.parametrize("seed", [11, 12])
 def test_proposals_then_rejection_keep_each_with_probability_one_over_its_support(
         db: Backend, tmp_path: Path, seed: int) -> None:
-    # propose() + accept(), the path of a pool whose proposals are checked before any support
-    # in D is counted: the proposals are itemsets that occur, drawn in proportion to their
-    # support, and accept() keeps exactly those whose uniform number u (md5, recomputed here)
-    # has u * supp(C) < 1, supp counted here from the file.
+    # propose() / keep() / accept_kept(), the path of a pool whose parts are checked before
+    # any support in D is counted: the proposals are itemsets that occur, drawn in proportion
+    # to their support; the parts of a pool are one round, numbered on; accept_kept() keeps
+    # exactly those whose uniform number u (md5, recomputed here) has u * supp(C) < 1, supp
+    # counted here from the file; accept_among() applies the same test to some proposals.
     data, _ = random_case(tmp_path, seed)
     dataset = api.load_transactions(db, data, "s")
     items = db.table(dataset.items_table(dataset.set_attributes[0]))
@@ -60,46 +61,64 @@ def test_proposals_then_rejection_keep_each_with_probability_one_over_its_suppor
     omega = km_oracle.itemset_supports(km_oracle.read_fimi(data), 2)
     sampler = Sampler(db, items, lambda p: db.table(f"x_{p}"), seed=seed, stream=3)
     target = db.table("x_target")
-    proposed = sampler.propose(2, 40 * len(omega), target)
-    by_pid: dict[int, list[str]] = {}
-    for pid, item_id, supp in db.query(exp.select("sid", "item_id", "supp").from_(target)):
-        assert supp is None  # not counted before accept()
-        by_pid.setdefault(pid, []).append(labels[item_id])
-    assert len(by_pid) == proposed >= 40 * len(omega)
-    itemsets = {pid: tuple(sorted(labels_)) for pid, labels_ in by_pid.items()}
+    with pytest.raises(RuntimeError, match="draw"):
+        sampler.propose(2, 10, target)  # the size's acceptance sizes a part: a draw first
+    sampler.draw(2, 10, target)
+    db.drop_table(target)
+
+    def proposals() -> dict[int, tuple[str, ...]]:
+        by_pid: dict[int, list[str]] = {}
+        for pid, item_id, supp in db.query(exp.select("sid", "item_id", "supp").from_(target)):
+            assert supp is None  # not counted before accept_kept()
+            by_pid.setdefault(pid, []).append(labels[item_id])
+        db.drop_table(target)
+        return {pid: tuple(sorted(labels_)) for pid, labels_ in by_pid.items()}
+
+    first = sampler.propose(2, 40 * len(omega), target)
+    round_no = 3 * 1_000_000 + sampler.rounds
+    itemsets = proposals()
+    assert sorted(itemsets) == list(range(1, first + 1)) and first >= 20 * len(omega)
     assert set(itemsets.values()) <= set(omega)
     z = sum(omega.values())
     counts = Counter(itemsets.values())
     for itemset, supp in omega.items():
-        expected = proposed * supp / z
+        expected = first * supp / z
         assert abs(counts[itemset] - expected) < 5 * math.sqrt(expected) + 1, itemset
-    round_no = 3 * 1_000_000 + sampler.rounds
-    expected_kept = 0
-    for pid, itemset in itemsets.items():
-        digest = hashlib.md5(f"accept|{seed}|2|{round_no}|{pid}".encode()).hexdigest()
-        expected_kept += int(digest[:8], 16) / 2**32 * omega[itemset] < 1
-    # accept_among: the same test for some proposals only (a part's violating ones)
-    chosen = sorted(itemsets)[::3]
-    db.materialize(db.table("x_chosen"), exp.select(exp.column("sid")).from_(
-        exp.select("sid").from_(target).where(exp.column("sid").isin(*chosen)).subquery("c")))
-    kept_among = {pid for pid in chosen if int(hashlib.md5(
-        f"accept|{seed}|2|{round_no}|{pid}".encode()).hexdigest()[:8], 16) / 2**32
-        * omega[itemsets[pid]] < 1}
+
+    def accepted(pids: list[int]) -> set[int]:
+        return {pid for pid in pids if int(hashlib.md5(
+            f"accept|{seed}|2|{round_no}|{pid}".encode()).hexdigest()[:8], 16) / 2**32
+            * omega[itemsets[pid]] < 1}
+
+    chosen = sorted(itemsets)[::3]  # as a part's violating proposals
+    db.materialize(db.table("x_chosen"), exp.select(
+        exp.cast(exp.column("sid"), "BIGINT").as_("sid")).from_(
+        exp.values([(pid,) for pid in chosen], alias="c", columns=["sid"])))
     kept_table = db.table("x_kept")
-    assert sampler.accept_among(db.table("x_chosen"), kept_table) == len(kept_among)
+    assert sampler.accept_among(db.table("x_chosen"), kept_table) == len(accepted(chosen))
     kept_rows: dict[int, list[str]] = {}
     for sid, item_id, supp in db.query(exp.select("sid", "item_id", "supp").from_(kept_table)):
         kept_rows.setdefault(sid, []).append(labels[item_id])
-        assert supp == omega[tuple(sorted(kept_rows[sid]))] or len(kept_rows[sid]) < 2
+        assert len(kept_rows[sid]) < 2 or supp == omega[tuple(sorted(kept_rows[sid]))]
     assert sorted(tuple(sorted(v)) for v in kept_rows.values()) == sorted(
-        itemsets[pid] for pid in kept_among)
+        itemsets[pid] for pid in accepted(chosen))
     for table in ("x_chosen", "x_kept"):
         db.drop_table(db.table(table))
-    assert sampler.accept() == expected_kept  # the round's tables outlive accept_among
-    assert sampler.acceptance[2] == pytest.approx(expected_kept / proposed)
-    db.drop_table(target)
+    sampler.keep()  # the part outlives accept_among; kept, not counted
+    second = sampler.propose(2, 5 * len(omega), target)
+    assert sampler.rounds == round_no - 3 * 1_000_000  # the same round, numbered on
+    more = proposals()
+    assert sorted(more) == list(range(first + 1, first + second + 1))
+    itemsets.update(more)
+    sampler.keep()
+    assert sampler.kept() == first + second
+    expected_kept = len(accepted(sorted(itemsets)))
+    assert sampler.accept_kept() == expected_kept  # one count for both parts
+    assert sampler.acceptance[2] == pytest.approx(expected_kept / (first + second))
+    assert sampler.kept() == 0
     sampler.propose(2, 10, target)
-    sampler.discard()  # a failed part: its round's tables go without a support count
+    assert sampler.rounds == round_no - 3 * 1_000_000 + 1  # a new round after the count
+    sampler.discard()  # a failed pool: its tables go without a support count
     sampler.release()
     assert db.table_names("x_") == ["x_target"]
 

@@ -28,19 +28,25 @@ What is reused, and why that is allowed:
   the merges made in between (the violators are dropped and the rest kept), and the chance
   of γ clean samples would no longer be bounded by (1 - ε)^γ. Theorem 1 is applied to the
   samples drawn after the last merge only, as in Alg. 2.
-- **proposals first** (the rejection sampler, :class:`.sampler.Sampler`): a part is drawn
-  as one round of proposals (records by C(|r|, ℓ), an ℓ-subset of each) and checked against
-  the cut before the rejection step counts supp(C) in D (once the size's acceptance is known:
-  its first part is drawn whole, to know how many proposals make a part). The part's samples
-  are its accepted proposals, as in :meth:`.sampler.Sampler.draw`; what changes is which
-  supports are counted.
-  If no proposal violates k, no sample does: the rejection step runs for the whole round to
-  count the samples. If some do, it runs for those alone (a few itemsets, where the whole
-  round's supports were most of the search on 1 M CDR-like users, BENCHMARKS.md): the part
-  fails when one of them is accepted, and steers with the accepted ones, as Alg. 2 does;
-  when none is, it is clean and counted as above. So the samples and decisions are those of
-  a round drawn whole; a failed part's sample count (``samples``) is estimated from its
-  ``proposals`` at the acceptance measured so far, and serves only the steering.
+- **proposals first** (the rejection sampler, :class:`.sampler.Sampler`): once a size's
+  acceptance is known (its first part is drawn whole, which measures it and tells how many
+  proposals make a part), a part is drawn as proposals (records by C(|r|, ℓ), an ℓ-subset of
+  each) and checked against the cut before the rejection step counts supp(C) in D. The
+  samples are the accepted proposals, as in :meth:`.sampler.Sampler.draw`; what changes is
+  which supports are counted, and when:
+
+  - if some proposals violate k, their supports alone are counted: the part (and its pool)
+    fails when one of them is accepted, and steers with the accepted ones, as Alg. 2 does;
+    the pool's kept parts are dropped uncounted;
+  - a part with no violating sample is kept, and the samples among all the kept parts of the
+    pool are counted in one pass once they are expected to reach γ, not one pass per part
+    (on 1 M CDR-like users these counts were most of the search, BENCHMARKS.md).
+
+  So the samples and the decisions are those of the pool's parts drawn whole, except that a
+  pool which reached γ clean samples within its kept parts may still fail on a later part
+  before they are counted (a merge more, never a weaker certificate). A failed part's sample
+  count (``samples``) is estimated from its ``proposals`` at the acceptance measured so far,
+  and serves only the steering.
 - **tables that depend on D only**: the sampler keeps its per-size tables across parts (the
   caller releases them, :meth:`.sampler.Sampler.release`), and <R, D> is materialized once
   per cut version.
@@ -204,19 +210,31 @@ class Steering:
         self.wait_below = bad * min(0.5, self.epsilon / share) if share > 0 else bad / 2
 
 
-def _accepted_violators(b: Backend, sampler: Sampler, pool: exp.Table, keys: exp.Table,
-                        violations: exp.Table, chosen: exp.Table) -> int:
-    """Replace ``pool`` (a part's proposals, of which some violate k) by its violating
-    proposals that the rejection step accepts; returns how many. Drops ``keys``,
-    ``violations`` and the scratch table ``chosen``."""
+def _accepted_violators(gen: CutSearch, sampler: Sampler, pool: exp.Table, keys: exp.Table,
+                        violations: exp.Table) -> int:
+    """Narrow ``pool`` (a part's proposals, some violating k), ``keys`` and ``violations`` to
+    the violating proposals the rejection step accepts: the part's violating samples, as a
+    check of them would find (the same cut); returns how many."""
+    b = gen.backend
+    chosen, narrowed = gen.table("sviolp"), gen.table("sviolk")
     try:
         b.materialize(chosen, "km_violating_samples", None,
                       {"samples": pool, "keys": keys, "violations": violations})
-        for table in (violations, keys, pool):
-            b.drop_table(table)
-        return sampler.accept_among(chosen, pool)
+        b.drop_table(pool)
+        if not sampler.accept_among(chosen, pool):
+            return 0
+        b.materialize(narrowed, "km_sample_keys_among", None, {"keys": keys, "samples": pool})
+        b.drop_table(keys)
+        b.materialize(keys, exp.select("*").from_(narrowed.copy()))
+        b.drop_table(narrowed)
+        b.materialize(narrowed, "km_violations_among", None,
+                      {"keys": keys, "violations": violations})
+        b.drop_table(violations)
+        b.materialize(violations, exp.select("*").from_(narrowed.copy()))
+        return violating_count(b, violations)
     finally:
         b.drop_table(chosen)
+        b.drop_table(narrowed)
 
 
 def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k: int,
@@ -246,7 +264,10 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     try:
         while True:
             whole = not failed_pools
-            part = rule.next_part(clean, part, whole=whole)
+            # samples expected among the proposals kept and not yet counted (proposals first)
+            kept = (int(sampler.kept() * sampler.acceptance.get(ell, 1.0))
+                    if isinstance(sampler, Sampler) else 0)
+            part = rule.next_part(clean + kept, part, whole=whole)
             # Samples this pool will surely draw next: all still missing once a part came out
             # clean (or the pool is drawn whole), else the part (a failing pool stops there).
             ahead = rule.gamma - clean if clean or whole else part
@@ -274,14 +295,15 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
             proposals = drawn
             if proposing and isinstance(sampler, Sampler):
                 if bad:  # which violating proposals are samples: supports of those alone
-                    bad = _accepted_violators(b, sampler, pool, keys, violations, narrowed)
+                    bad = _accepted_violators(gen, sampler, pool, keys, violations)
                 if bad:
-                    sampler.discard()
+                    sampler.discard()  # the pool fails: its kept parts are never counted
                     # the part's samples, estimated: its proposals at the acceptance so far
                     drawn = max(bad, round(proposals * sampler.acceptance.get(ell, 1.0)))
-                    bad, plan = checker.check(pool)  # the violating samples, to steer by
-                else:
-                    drawn = sampler.accept()  # no violating sample: count the part's samples
+                else:  # no violating sample: keep the part; count once enough are kept
+                    sampler.keep()
+                    expected = sampler.kept() * sampler.acceptance.get(ell, 1.0)
+                    drawn = sampler.accept_kept() if clean + expected >= rule.gamma else 0
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
@@ -331,6 +353,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 b.drop_table(table)
             clean, part = 0, None
     finally:
+        if isinstance(sampler, Sampler):
+            sampler.discard()  # proposals a certificate made needless, or a failed statement's
         checker.drop()
         for table in (pool, narrowed, keys, violations):
             b.drop_table(table)

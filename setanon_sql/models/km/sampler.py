@@ -113,8 +113,10 @@ class Sampler:
     proposals: int = 0
     round_cap: dict[int, int] = field(default_factory=dict)
     prepared: tuple[int, float, int] | None = None  # (ℓ, Z, buckets) of the kept tables
-    # (ℓ, proposals, round parameters) of the last propose() until accept() or discard()
+    # (ℓ, proposals, round parameters) of the last propose() until keep() or discard()
     _pending: tuple[int, int, dict[str, int]] | None = None
+    # (proposals, ℓ, round parameters) kept in the pool's round and not yet counted
+    _kept: tuple[int, int, dict[str, int]] | None = None
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
         what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
@@ -225,15 +227,19 @@ class Sampler:
         return min(_MAX_PROPOSALS, self.round_cap.get(ell, _MAX_PROPOSALS),
                    math.ceil(wanted / max(rate, 0.01) * slack) + 16)
 
-    def _propose(self, ell: int, n: int, z: float, nb: int) -> dict[str, int]:
-        """One round's ``n`` proposals: ``props`` (records), ``subs`` (an ℓ-subset of each),
-        ``pkeys`` and ``pitems`` (each distinct itemset once); returns the round's parameters."""
+    def _propose(self, ell: int, n: int, z: float, nb: int,
+                 first: int = 1) -> dict[str, int]:
+        """``n`` proposals numbered from ``first`` (1: a new round): ``props`` (records),
+        ``subs`` (an ℓ-subset of each), ``pkeys`` and ``pitems`` (each distinct itemset once);
+        returns the round's parameters."""
         b = self.backend
-        self.rounds += 1
+        if first == 1:
+            self.rounds += 1
         props, subs = self.table("props"), self.table("subs")
         common = {"seed": self.seed, "ell": ell, "round": self.stream * 1_000_000 + self.rounds}
         b.materialize(props, statement("km_sample_records", ell, b),
-                      {**common, "n": n, "z": z, "nb": nb}, {"recb": self.table("recb")})
+                      {**common, "first": first, "last": first + n - 1, "z": z, "nb": nb},
+                      {"recb": self.table("recb")})
         self._subsets(ell, common, props, subs)
         pkeys = self.table("pkeys")
         b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
@@ -281,71 +287,51 @@ class Sampler:
         return ell in self.acceptance
 
     def propose(self, ell: int, count: int, target: exp.Table) -> int:
-        """Create ``target(sid, item_id, supp)`` with one round of proposals, about enough for
-        ``count`` accepted samples; ``supp`` is NULL. Returns how many (0: Omega^ℓ is empty).
+        """Create ``target(sid, item_id, supp)`` with a part of proposals, about enough for
+        ``count`` accepted samples; ``supp`` is NULL. Returns how many.
 
-        The rejection step (supp(C) in D of each distinct proposal, the dearest statement of
-        a round on large data) is left for :meth:`accept`, so a caller that finds a proposal
-        violating k can fail its pool without it (:func:`.sampled.enforce_sampled`) and
-        :meth:`discard` the round. Size 1 draws uniform samples directly: every one counts.
+        The rejection step (supp(C) in D of each distinct proposal, the dearest statement of a
+        round on large data) waits: a caller that finds a proposal violating k counts the
+        supports of those alone (:meth:`accept_among`) and may :meth:`discard` the pool; a
+        clean part goes to :meth:`keep`, and :meth:`accept_kept` counts the samples among all
+        the parts kept, in one pass. Parts kept together are one round (proposals numbered on), so
+        their uniform numbers never repeat. Needs the size's acceptance
+        (:meth:`knows_acceptance`): a first draw of the size measures it.
         """
-        b = self.backend
-        self._pending = None
-        if ell == 1:
-            drawn = self.draw(1, count, target)
-            self._pending = (ell, drawn, {})
-            return drawn
+        if ell not in self.acceptance:
+            raise RuntimeError(f"propose() needs a draw() of size {ell} before it")
+        if self._pending is not None or (self._kept is not None and self._kept[1] != ell):
+            # its proposals would be numbered again: keep() or discard() the last part first
+            raise RuntimeError("propose() after a part neither kept nor discarded")
         self._check_work(ell, count)
         z, nb = self._prepare(ell)
-        if not nb:
-            self._empty(target)
-            return 0
         n = self._round_size(ell, count, 1.0)
-        common = self._propose(ell, n, z, nb)
-        b.materialize(target, "km_proposals_as_samples", None, {"subs": self.table("subs")})
+        first = self._kept[0] + 1 if self._kept is not None else 1
+        common = self._propose(ell, n, z, nb, first)
+        self.backend.materialize(target, "km_proposals_as_samples", None,
+                                 {"subs": self.table("subs")})
         self._pending = (ell, n, common)
         return n
 
-    def accept(self) -> int:
-        """How many proposals of the last :meth:`propose` the rejection step accepts (each with
-        probability 1 / supp(C), the same test as :meth:`draw`'s): uniform, independent samples
-        of Omega^ℓ. Drops the round's tables."""
-        if self._pending is None:
-            raise RuntimeError("accept() needs a propose() before it")
-        ell, n, common = self._pending
-        self._pending = None
-        if ell == 1:
-            return n
-        try:
-            accepted = int(self.backend.scalar(
-                statement("km_sample_accepted_count", ell, self.backend), common,
-                {"pkeys": self.table("pkeys"), "support": self._supports()}))
-        finally:
-            self._drop_round()
-        self.acceptance[ell] = max(accepted / n, 0.001)
-        return accepted
-
     def accept_among(self, chosen: exp.Table, target: exp.Table) -> int:
         """``target(sid, item_id, supp)``: the proposals of the last :meth:`propose` whose sid
-        is in ``chosen(sid, ...)`` and that the rejection step accepts (the same test as
-        :meth:`accept`), counting supp(C) in D for those itemsets only; returns how many.
+        is in ``chosen(sid, ...)`` and that the rejection step accepts (the test of
+        :meth:`draw`), sid unchanged, counting supp(C) in D for those itemsets only; returns
+        how many.
 
-        A part whose violating proposals are all rejected holds no violating sample, so the
-        caller then goes on with :meth:`accept`; the round's tables stay until then."""
+        A part whose violating proposals are all rejected holds no violating sample: the
+        caller may still :meth:`keep` it."""
         if self._pending is None:
             raise RuntimeError("accept_among() needs a propose() before it")
         ell, _, common = self._pending
         b = self.backend
-        if ell == 1:  # every proposal of size 1 is a sample
-            b.materialize(target, exp.select("sid", "item_id", "supp").from_(chosen.copy()))
-            return self._count(target, "sid")
         keys, itemsets = self.table("ckeys"), self.table("citems")
         try:
             b.materialize(keys, "km_proposal_keys_among", None,
                           {"pkeys": self.table("pkeys"), "chosen": chosen})
             b.materialize(itemsets, "km_proposal_itemsets", None,
                           {"pkeys": keys, "subs": self.table("subs")})
-            b.materialize(target, statement("km_sample_accept", ell, b), {**common, "offset": 0},
+            b.materialize(target, statement("km_accepted_proposals", ell, b), common,
                           {"subs": self.table("subs"), "pkeys": keys,
                            "support": self._supports(itemsets)})
         finally:
@@ -353,8 +339,54 @@ class Sampler:
                 b.drop_table(table)
         return self._count(target, "sid")
 
-    def discard(self) -> None:
-        """Forget the last :meth:`propose` without counting supports."""
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] != 1:
+    def keep(self) -> None:
+        """Add the last part's proposals to the pool's kept ones (no support counted)."""
+        if self._pending is None:
+            raise RuntimeError("keep() needs a propose() before it")
+        ell, n, common = self._pending
+        b, kept, merged = self.backend, self.table("ksubs"), self.table("kunion")
+        if self._kept is None:
+            b.materialize(kept, exp.select("pid", "item_id").from_(self.table("subs").copy()))
+            self._kept = (n, ell, common)
+        else:
+            b.materialize(merged, "km_kept_proposals", None,
+                          {"kept": kept, "subs": self.table("subs")})
+            b.drop_table(kept)
+            b.materialize(kept, exp.select("*").from_(merged.copy()))
+            b.drop_table(merged)
+            self._kept = (self._kept[0] + n, ell, common)
+        self._pending = None
+        self._drop_round()
+
+    def kept(self) -> int:
+        """Proposals kept and not yet counted."""
+        return self._kept[0] if self._kept is not None else 0
+
+    def accept_kept(self) -> int:
+        """How many of the kept proposals the rejection step accepts (each with probability
+        1 / supp(C), :meth:`draw`'s test): uniform, independent samples of Omega^ℓ. One
+        support count for all the parts kept; they are then forgotten (counted)."""
+        if self._kept is None:
+            return 0
+        n, ell, common = self._kept
+        b, kept = self.backend, self.table("ksubs")
+        keys, itemsets = self.table("pkeys"), self.table("pitems")
+        try:
+            b.materialize(keys, "km_proposal_keys", None, {"subs": kept})
+            b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": keys, "subs": kept})
+            accepted = int(b.scalar(statement("km_sample_accepted_count", ell, b), common,
+                                    {"pkeys": keys, "support": self._supports()}))
+        finally:
             self._drop_round()
+            b.drop_table(kept)
+        self._kept = None  # the next part starts a new round
+        self.acceptance[ell] = max(accepted / n, 0.001)
+        return accepted
+
+    def discard(self) -> None:
+        """Forget the last part and every kept proposal, without counting supports (the
+        pool failed); the next :meth:`propose` starts a new round."""
+        self._pending, self._kept = None, None
+        self._drop_round()
+        self.backend.drop_table(self.table("ksubs"))
+
