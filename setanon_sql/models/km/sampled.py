@@ -280,30 +280,31 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
             # The first part of a size is drawn whole (its acceptance is not known yet: with
             # proposals for γ samples at ℓ = 2 on CDR-like data it held 1/20 of them, and
             # steered by as few violators); later parts are proposed, then checked.
-            proposing = isinstance(sampler, Sampler) and sampler.knows_acceptance(ell)
-            if proposing and isinstance(sampler, Sampler):
-                drawn = sampler.propose(ell, part, pool)
+            proposer = (sampler if isinstance(sampler, Sampler)
+                        and sampler.knows_acceptance(ell) else None)
+            if proposer is not None:
+                drawn = proposer.propose(ell, part, pool)
             else:
                 drawn = sampler.draw(ell, part, pool)
             parts += 1
-            proposed += int(proposing)
+            proposed += proposer is not None
             if not drawn:  # Omega^ℓ is empty: no itemset of size ℓ to protect
                 b.drop_table(pool)
                 history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
             proposals = drawn
-            if proposing and isinstance(sampler, Sampler):
+            if proposer is not None:
                 if bad:  # which violating proposals are samples: supports of those alone
-                    bad = _accepted_violators(gen, sampler, pool, keys, violations)
+                    bad = _accepted_violators(gen, proposer, pool, keys, violations)
                 if bad:
-                    sampler.discard()  # the pool fails: its kept parts are never counted
+                    proposer.discard()  # the pool fails: its kept parts are never counted
                     # the part's samples, estimated: its proposals at the acceptance so far
-                    drawn = max(bad, round(proposals * sampler.acceptance.get(ell, 1.0)))
+                    drawn = max(bad, round(proposals * proposer.acceptance[ell]))
                 else:  # no violating sample: keep the part; count once enough are kept
-                    sampler.keep()
-                    expected = sampler.kept() * sampler.acceptance.get(ell, 1.0)
-                    drawn = sampler.accept_kept() if clean + expected >= rule.gamma else 0
+                    proposer.keep()
+                    expected = proposer.kept() * proposer.acceptance[ell]
+                    drawn = proposer.accept_kept() if clean + expected >= rule.gamma else 0
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
@@ -333,7 +334,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                     b.drop_table(table)
                 pool, narrowed = narrowed, pool  # the two names take turns: no copy back
                 history.append({"size": ell, "violating_samples": bad, "samples": drawn,
-                                "proposals": proposals if proposing else drawn,
+                                "proposals": proposals,
                                 "merges": merges, "plan": plan})
                 if not merges:
                     raise gen.no_merge_error(k)

@@ -115,7 +115,7 @@ class Sampler:
     prepared: tuple[int, float, int] | None = None  # (ℓ, Z, buckets) of the kept tables
     # (ℓ, proposals, round parameters) of the last propose() until keep() or discard()
     _pending: tuple[int, int, dict[str, int]] | None = None
-    # (proposals, ℓ, round parameters) kept in the pool's round and not yet counted
+    # (ℓ, proposals, round parameters) kept in the pool's round and not yet counted
     _kept: tuple[int, int, dict[str, int]] | None = None
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
@@ -300,13 +300,13 @@ class Sampler:
         """
         if ell not in self.acceptance:
             raise RuntimeError(f"propose() needs a draw() of size {ell} before it")
-        if self._pending is not None or (self._kept is not None and self._kept[1] != ell):
+        if self._pending is not None or (self._kept is not None and self._kept[0] != ell):
             # its proposals would be numbered again: keep() or discard() the last part first
             raise RuntimeError("propose() after a part neither kept nor discarded")
         self._check_work(ell, count)
         z, nb = self._prepare(ell)
         n = self._round_size(ell, count, 1.0)
-        first = self._kept[0] + 1 if self._kept is not None else 1
+        first = self.kept() + 1
         common = self._propose(ell, n, z, nb, first)
         self.backend.materialize(target, "km_proposals_as_samples", None,
                                  {"subs": self.table("subs")})
@@ -347,20 +347,20 @@ class Sampler:
         b, kept, merged = self.backend, self.table("ksubs"), self.table("kunion")
         if self._kept is None:
             b.materialize(kept, exp.select("pid", "item_id").from_(self.table("subs").copy()))
-            self._kept = (n, ell, common)
+            self._kept = (ell, n, common)
         else:
             b.materialize(merged, "km_kept_proposals", None,
                           {"kept": kept, "subs": self.table("subs")})
             b.drop_table(kept)
             b.materialize(kept, exp.select("*").from_(merged.copy()))
             b.drop_table(merged)
-            self._kept = (self._kept[0] + n, ell, common)
+            self._kept = (ell, self._kept[1] + n, common)
         self._pending = None
         self._drop_round()
 
     def kept(self) -> int:
         """Proposals kept and not yet counted."""
-        return self._kept[0] if self._kept is not None else 0
+        return self._kept[1] if self._kept is not None else 0
 
     def accept_kept(self) -> int:
         """How many of the kept proposals the rejection step accepts (each with probability
@@ -368,7 +368,7 @@ class Sampler:
         support count for all the parts kept; they are then forgotten (counted)."""
         if self._kept is None:
             return 0
-        n, ell, common = self._kept
+        ell, n, common = self._kept
         b, kept = self.backend, self.table("ksubs")
         keys, itemsets = self.table("pkeys"), self.table("pitems")
         try:
