@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -99,6 +100,14 @@ def statement(name: str, ell: int, backend: Backend) -> exp.Expr:
     return parsed(name).copy().transform(expand)
 
 
+class ProposedPart(NamedTuple):
+    """Proposals of one round not yet counted: their size, how many, the round's parameters."""
+
+    ell: int
+    proposals: int
+    params: dict[str, int]
+
+
 @dataclass
 class Sampler:
     """Draws samples of one dataset's record-item table; tables named by ``table(purpose)``."""
@@ -113,10 +122,10 @@ class Sampler:
     proposals: int = 0
     round_cap: dict[int, int] = field(default_factory=dict)
     prepared: tuple[int, float, int] | None = None  # (ℓ, Z, buckets) of the kept tables
-    # (ℓ, proposals, round parameters) of the last propose() until keep() or discard()
-    _pending: tuple[int, int, dict[str, int]] | None = None
-    # (ℓ, proposals, round parameters) kept in the pool's round and not yet counted
-    _kept: tuple[int, int, dict[str, int]] | None = None
+    # the last propose() until keep() or discard()
+    _pending: ProposedPart | None = None
+    # the parts kept in the pool's round and not yet counted
+    _kept: ProposedPart | None = None
 
     def _count(self, table: exp.Table, column: str = "*") -> int:
         what = exp.Star() if column == "*" else exp.Distinct(expressions=[exp.column(column)])
@@ -300,7 +309,7 @@ class Sampler:
         """
         if ell not in self.acceptance:
             raise RuntimeError(f"propose() needs a draw() of size {ell} before it")
-        if self._pending is not None or (self._kept is not None and self._kept[0] != ell):
+        if self._pending is not None or (self._kept is not None and self._kept.ell != ell):
             # its proposals would be numbered again: keep() or discard() the last part first
             raise RuntimeError("propose() after a part neither kept nor discarded")
         self._check_work(ell, count)
@@ -310,7 +319,7 @@ class Sampler:
         common = self._propose(ell, n, z, nb, first)
         self.backend.materialize(target, "km_proposals_as_samples", None,
                                  {"subs": self.table("subs")})
-        self._pending = (ell, n, common)
+        self._pending = ProposedPart(ell, n, common)
         return n
 
     def accept_among(self, chosen: exp.Table, target: exp.Table) -> int:
@@ -347,20 +356,20 @@ class Sampler:
         b, kept, merged = self.backend, self.table("ksubs"), self.table("kunion")
         if self._kept is None:
             b.materialize(kept, exp.select("pid", "item_id").from_(self.table("subs").copy()))
-            self._kept = (ell, n, common)
+            self._kept = ProposedPart(ell, n, common)
         else:
             b.materialize(merged, "km_kept_proposals", None,
                           {"kept": kept, "subs": self.table("subs")})
             b.drop_table(kept)
             b.materialize(kept, exp.select("*").from_(merged.copy()))
             b.drop_table(merged)
-            self._kept = (ell, self._kept[1] + n, common)
+            self._kept = ProposedPart(ell, self._kept.proposals + n, common)
         self._pending = None
         self._drop_round()
 
     def kept(self) -> int:
         """Proposals kept and not yet counted."""
-        return self._kept[1] if self._kept is not None else 0
+        return self._kept.proposals if self._kept is not None else 0
 
     def accept_kept(self) -> int:
         """How many of the kept proposals the rejection step accepts (each with probability
