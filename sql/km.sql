@@ -410,10 +410,11 @@ GROUP BY len
 
 -- name: km_group_postings_cost
 -- Per itemset size s: Σ over the itemsets of that size of s × the postings of the rarest node,
--- the rows km_itemset_support_postings reads.
+-- the rows km_itemset_support_postings reads. A node no record holds (possible in a slice of
+-- the records) counts in the size and makes the itemset cost nothing.
 WITH per AS (
-    SELECT gr.vid, count(*) AS size, min(o.n) AS rarest
-    FROM groups AS gr JOIN gocc AS o ON o.node_id = gr.node_id
+    SELECT gr.vid, count(*) AS size, min(coalesce(o.n, 0)) AS rarest
+    FROM groups AS gr LEFT JOIN gocc AS o ON o.node_id = gr.node_id
     GROUP BY gr.vid
 )
 SELECT size, sum(size * rarest) AS cost FROM per GROUP BY size
@@ -424,6 +425,18 @@ SELECT size, sum(size * rarest) AS cost FROM per GROUP BY size
 SELECT gr.vid, gr.node_id, gr.n
 FROM groups AS gr LEFT JOIN support AS s ON s.vid = gr.vid
 WHERE coalesce(s.supp, 0) < :k
+
+-- name: km_record_slice
+-- The records of g whose id modulo :parts lies in [:lo, :hi): one slice of <R, D> for the
+-- staged check (groupsupport.record_slices; the slices of 0..:parts partition the records).
+SELECT record_id, node_id FROM g
+WHERE record_id % :parts >= :lo AND record_id % :parts < :hi
+
+-- name: km_group_support_sum
+-- Supports counted over two disjoint slices of records, added (absent = 0).
+SELECT vid, sum(supp) AS supp
+FROM (SELECT vid, supp FROM a UNION ALL SELECT vid, supp FROM b) AS u
+GROUP BY vid
 
 -- name: km_published_cut
 -- A published run as a cut: original item -> published item id (for checks by sampling).

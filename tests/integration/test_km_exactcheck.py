@@ -5,6 +5,7 @@ size certified this way meets σ by the oracle's exact share."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
@@ -16,6 +17,8 @@ from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
+from setanon_sql.io.published import published
+from setanon_sql.models import require_model
 from setanon_sql.models.km.exactcheck import share_bound, share_bounds
 from setanon_sql.models.km.itemsets import (
     MAX_EXACT_TERMS_SIZE,
@@ -145,6 +148,42 @@ def test_certify_samples_never_enumerates(db: Backend, tmp_path: Path, seed: int
     for ell in (1, 2):
         assert km_oracle.violating_share(original, published, mapping, k, ell) <= 1 - sigma
     assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_check_by_record_slices_gives_the_same_run(db: Backend, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   seed: int) -> None:
+    # The staged check (groupsupport.record_slices) forced on a small file: the same cut and
+    # export as one count over <R, D>, and verify's sampled check likewise.
+    from setanon_sql.models.km import risk, sampled
+
+    data, hierarchy = random_case(tmp_path, seed)
+    params = {"k": "3", "m": 2, "sigma": "0.85", "certify": "samples"}
+    dataset, _, out, mapping_file = run_km(db, data, hierarchy, tmp_path, **params)
+    monkeypatch.setattr(sampled, "SLICE_FROM_RECORDS", 0)
+    monkeypatch.setattr(risk, "SLICE_FROM_RECORDS", 0)
+    again = api.get_run(db, dataset, api.anonymize(db, dataset, require_model("km"), params,
+                                                    seed=1))
+    out2, map2 = tmp_path / "sliced.dat", tmp_path / "sliced.txt"
+    api.export_dataset(db, dataset, out2, run=again, mapping=map2)
+    assert (out.read_text(), mapping_file.read_text()) == (out2.read_text(), map2.read_text())
+    plans = [str(entry["plan"]) for entry in again.figures["rounds"] if "plan" in entry]
+    assert any("+" in plan for plan in plans), plans  # some check counted a later slice
+    tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, again))
+    original, published_rows = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    ell, drawn = 2, 1500
+    k = next(k for k in range(4, 200)  # a k above the run's: violations to find
+             if km_oracle.violating_share(original, published_rows, mapping, k, ell) > 0.1)
+    share = km_oracle.violating_share(original, published_rows, mapping, k, ell)
+    sliced = risk.sampled_violations(db, dataset, tables, tables["items"], ell, k, drawn, 3)
+    monkeypatch.setattr(risk, "SLICE_FROM_RECORDS", 10**9)
+    assert risk.sampled_violations(db, dataset, tables, tables["items"], ell, k, drawn,
+                                   3) == sliced
+    spread = 4 * math.sqrt(share * (1 - share) / drawn) + 0.01
+    assert abs(sliced[0] / drawn - share) <= spread, (sliced, share)
+    assert [t for t in db.table_names("tmp_")] == []
 
 
 def test_verify_bounds_the_share_from_above_by_enumeration(db: Backend, tmp_path: Path) -> None:

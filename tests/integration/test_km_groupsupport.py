@@ -14,7 +14,7 @@ import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.groupsupport import group_violations
+from setanon_sql.models.km.groupsupport import group_violations, record_slices
 from tests.integration.test_rho_blocking import values_table
 
 
@@ -69,6 +69,48 @@ def test_plans_agree_with_brute_force(db: Backend, seed: int, plan: str) -> None
     assert expected, "the case should have violating groups"
     assert got == expected
     assert not db.table_names("t_grec") and not db.table_names("t_gsupp")
+
+
+def _rows(db: Backend, table: exp.Table, columns: str) -> set[tuple[int, ...]]:
+    return {tuple(int(v) for v in row)
+            for row in db.query(exp.select(*columns.split(", ")).from_(table))}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("k", [2, 6])
+@pytest.mark.parametrize("plan", ["postings", "enumerate", "auto"])
+def test_staged_count_over_slices_agrees_with_brute_force(db: Backend, seed: int, k: int,
+                                                          plan: str) -> None:
+    """The check by slices of records (groups that reach k early are not counted again)."""
+    g_rows, group_rows = _random_case(seed, 4)
+    g = values_table(db, "t_g", "record_id, node_id", g_rows)
+    groups = values_table(db, "t_groups", "vid, node_id, n", group_rows)
+    slices = record_slices(db, g, lambda i: db.table(f"t_slice{i}"))
+    parts = [_rows(db, table, "record_id, node_id") for table in slices]
+    assert set().union(*parts) == set(g_rows)
+    assert sum(len(part) for part in parts) == len(g_rows)
+    assert all(part for part in parts), "each slice should hold records in this case"
+    target = db.table("t_viol")
+    used = group_violations(db, groups, slices, k, target,
+                            lambda purpose: db.table(f"t_{purpose}"), plan)
+    assert 1 <= len(used.split("+")) <= len(slices)
+    assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, k)
+    for purpose in ("gsupp", "gtotal", "gadded", "gundec1", "gundec2", "grec"):
+        assert not db.table_names(f"t_{purpose}")
+
+
+def test_staged_count_stops_once_every_group_holds_k(db: Backend) -> None:
+    """Every group held by two records of the first slice: one slice counted, no violation."""
+    g_rows = [(r, n) for r in (16, 32) for n in (1, 2, 3)] + [(5, 1), (7, 9)]
+    g = values_table(db, "t_g", "record_id, node_id", g_rows)
+    groups = values_table(db, "t_groups", "vid, node_id, n",
+                          [(1, 1, 1), (1, 2, 1), (2, 3, 2)])
+    slices = record_slices(db, g, lambda i: db.table(f"t_slice{i}"))
+    target = db.table("t_viol")
+    used = group_violations(db, groups, slices, 2, target,
+                            lambda purpose: db.table(f"t_{purpose}"))
+    assert "+" not in used
+    assert not _rows(db, target, "vid, node_id, n")
 
 
 def test_auto_enumerates_short_records_and_reads_postings_of_rare_nodes(db: Backend) -> None:

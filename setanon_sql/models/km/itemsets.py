@@ -145,16 +145,19 @@ def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> e
 def rarest_first_rows(groups: exp.Table, postings: exp.Table, ell: int) -> exp.Select:
     """(vid, size, r1..rℓ): each itemset of ``groups(vid, node_id, ...)`` in one row, its nodes
     ordered by their number of records in ``postings(node_id, n)`` (rarest first; ties: the
-    smaller id); columns past the size are NULL."""
+    smaller id; a node without postings first, so the chain finds no holder: in a slice of
+    the records, see :func:`.groupsupport.record_slices`, a node may have none); columns
+    past the size are NULL."""
     position = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("vid", "gr")],
                           order=exp.Order(expressions=[
-                              exp.Ordered(this=exp.column("n", "o")),
+                              exp.Ordered(this=exp.func("coalesce", exp.column("n", "o"),
+                                                        exp.Literal.number(0))),
                               exp.Ordered(this=exp.column("node_id", "gr"))]))
     ranked = (exp.select(exp.column("vid", "gr").as_("vid", quoted=True),
                          exp.column("node_id", "gr").as_("node_id", quoted=True),
                          position.as_("pos", quoted=True))
               .from_(with_alias(groups, "gr"))
-              .join(with_alias(postings, "o"),
+              .join(with_alias(postings, "o"), join_type="left",
                     on=exp.column("node_id", "o").eq(exp.column("node_id", "gr"))))
     nodes = [exp.func("max", exp.If(
         this=exp.column("pos", quoted=True).eq(exp.Literal.number(j)),

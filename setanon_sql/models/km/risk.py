@@ -16,7 +16,11 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
-from setanon_sql.models.km.groupsupport import group_violations
+from setanon_sql.models.km.groupsupport import (
+    SLICE_FROM_RECORDS,
+    group_violations,
+    record_slices,
+)
 from setanon_sql.models.km.positions import PositionSampler
 from setanon_sql.models.km.sampled import group_samples, violating_count
 from setanon_sql.names import staging_table
@@ -93,13 +97,18 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         samples, keys = _staging("samples", made, backend), _staging("keys", made, backend)
         backend.materialize(cut, "km_published_cut", None, published_tables)
         backend.materialize(g, "km_published_generalized", None, published_tables)
+        records = int(backend.scalar(exp.select(exp.func(
+            "count", exp.Distinct(expressions=[exp.column("record_id")]))).from_(g.copy())))
+        checked: exp.Table | list[exp.Table] = (
+            record_slices(backend, g, lambda i: _staging(f"vslice{i}", made, backend))
+            if records >= SLICE_FROM_RECORDS else g)
         bad = drawn = 0
         while drawn < count:
             got = sampler.draw(ell, min(VERIFY_PART, count - drawn), samples)
             if not got:
                 break
             group_samples(backend, samples, cut, keys, groups)
-            group_violations(backend, groups, g, k, violations,
+            group_violations(backend, groups, checked, k, violations,
                              lambda purpose: _staging(purpose, made, backend))
             bad += violating_count(backend, violations)
             drawn += got

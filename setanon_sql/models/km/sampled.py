@@ -75,7 +75,11 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
 from setanon_sql.models.km.exactcheck import MAX_EXACT_ROWS, ROW_COST, ExactCheck
-from setanon_sql.models.km.groupsupport import group_violations
+from setanon_sql.models.km.groupsupport import (
+    SLICE_FROM_RECORDS,
+    group_violations,
+    record_slices,
+)
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma, gamma_bound
@@ -151,6 +155,7 @@ class _Checker:
     version: int = -1
     generalized: exp.Table | None = None
     lengths_of: tuple[int, list[tuple[int, int]]] | None = None
+    slices_of: tuple[int, list[exp.Table]] | None = None
 
     def _refresh(self) -> exp.Table:
         """<R, D> of the current cut version (made once per version)."""
@@ -158,6 +163,25 @@ class _Checker:
             self.drop()
             self.generalized, self.version = self.gen.generalized(), self.gen.version
         return self.generalized
+
+    def _records(self) -> exp.Table | list[exp.Table]:
+        """<R, D> as the check reads it: whole, or in slices once it holds SLICE_FROM_RECORDS
+        records (made once per version, see :func:`.groupsupport.group_violations`)."""
+        generalized = self._refresh()
+        if self.slices_of is None or self.slices_of[0] != self.version:
+            self._drop_slices()
+            records = sum(n for _, n in self.lengths())
+            slices = (record_slices(self.gen.backend, generalized,
+                                    lambda i: self.gen.table(f"gslice{i}"))
+                      if records >= SLICE_FROM_RECORDS else [])
+            self.slices_of = (self.version, slices)
+        return self.slices_of[1] or generalized
+
+    def _drop_slices(self) -> None:
+        if self.slices_of is not None:
+            for table in self.slices_of[1]:
+                self.gen.backend.drop_table(table)
+        self.slices_of = None
 
     def lengths(self) -> list[tuple[int, int]]:
         """(nodes per record, records) of <R, D>: what enumerating it costs."""
@@ -170,15 +194,15 @@ class _Checker:
     def check(self, pool: exp.Table) -> tuple[int, str]:
         """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
         gen, b = self.gen, self.gen.backend
-        generalized = self._refresh()
+        records = self._records()
         groups = gen.table("groups")
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups)
-        plan = group_violations(b, groups, generalized, self.k, gen.table("sviol"),
-                                gen.table)
+        plan = group_violations(b, groups, records, self.k, gen.table("sviol"), gen.table)
         b.drop_table(groups)
         return violating_count(b, gen.table("sviol")), plan
 
     def drop(self) -> None:
+        self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
         self.generalized = None
