@@ -375,28 +375,13 @@ SELECT x.node_id, count(*) AS n
 FROM (SELECT DISTINCT node_id FROM groups) AS x JOIN g ON g.node_id = x.node_id
 GROUP BY x.node_id
 
--- name: km_itemset_support_postings
--- support(vid, supp) of every itemset, counted from the records of its rarest node (so the
--- postings of frequent nodes are not scanned whole). Itemsets no record holds get no row.
-WITH ranked AS (
-    SELECT gr.vid, gr.node_id,
-           row_number() OVER (PARTITION BY gr.vid ORDER BY o.n, gr.node_id) AS pos,
-           count(*) OVER (PARTITION BY gr.vid) AS size
-    FROM groups AS gr JOIN gocc AS o ON o.node_id = gr.node_id
-), holders AS (
-    SELECT r.vid, r.size, g.record_id
-    FROM ranked AS r JOIN g ON g.node_id = r.node_id
-    WHERE r.pos = 1
-)
-SELECT vid, count(*) AS supp FROM (
-    SELECT h.vid, h.record_id
-    FROM holders AS h
-    JOIN ranked AS r ON r.vid = h.vid
-    JOIN g AS g2 ON g2.record_id = h.record_id AND g2.node_id = r.node_id
-    GROUP BY h.vid, h.record_id, h.size
-    HAVING count(*) = h.size
-) AS full_holders
-GROUP BY vid
+-- name: km_itemset_support_none
+-- support(vid, supp) of no itemset: the typed empty table (groupsupport.py, no itemset given).
+SELECT CAST(NULL AS BIGINT) AS vid, CAST(NULL AS BIGINT) AS supp WHERE 1 = 0
+
+-- name: km_group_sizes
+-- The itemset sizes present among groups(vid, node_id, ...).
+SELECT DISTINCT size FROM (SELECT vid, count(*) AS size FROM groups GROUP BY vid) AS s
 
 -- name: km_group_records
 -- g restricted to the nodes some itemset holds: no other node can complete an itemset.
@@ -407,17 +392,6 @@ SELECT g.record_id, g.node_id FROM g WHERE g.node_id IN (SELECT node_id FROM gro
 SELECT len, count(*) AS records
 FROM (SELECT record_id, count(*) AS len FROM gr GROUP BY record_id) AS x
 GROUP BY len
-
--- name: km_group_postings_cost
--- Per itemset size s: Σ over the itemsets of that size of s × the postings of the rarest node,
--- the rows km_itemset_support_postings reads. A node no record holds (possible in a slice of
--- the records) counts in the size and makes the itemset cost nothing.
-WITH per AS (
-    SELECT gr.vid, count(*) AS size, min(coalesce(o.n, 0)) AS rarest
-    FROM groups AS gr LEFT JOIN gocc AS o ON o.node_id = gr.node_id
-    GROUP BY gr.vid
-)
-SELECT size, sum(size * rarest) AS cost FROM per GROUP BY size
 
 -- name: km_group_violations
 -- Generalized sample itemsets (groups: vid, node_id, n = samples) with support below :k in

@@ -95,7 +95,8 @@ def test_staged_count_over_slices_agrees_with_brute_force(db: Backend, seed: int
                             lambda purpose: db.table(f"t_{purpose}"), plan)
     assert 1 <= len(used.split("+")) <= len(slices)
     assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, k)
-    for purpose in ("gsupp", "gtotal", "gadded", "gundec1", "gundec2", "grec"):
+    for purpose in ("gsupp", "gtotal", "gadded", "gundec1", "gundec2", "grec", "gids", "gheld",
+                    "gcand", "gpre", "gcount4"):
         assert not db.table_names(f"t_{purpose}")
 
 

@@ -5,22 +5,22 @@ is ``groups(vid, node_id, n)``, one itemset of 1..ℓ nodes per vid, two items u
 making it shorter) and for the sampler's rejection step (the support in D of each distinct
 proposed itemset). The supports can be counted
 
-- by **postings** (:func:`chained_support`): for each itemset, the records of its
-  rarest node, kept when they hold the next rarest node, and so on (a chain of joins, each on
-  the records the previous one left; it replaced one join of the rarest node's records with
-  all of the itemset's nodes, which read size x postings rows: 160 s of a 100,000-user CDR run
-  went to the rejection step's supports, where towers carry hundreds of users each). Cheap
-  while the cut is fine (the identity cut's
-  rarest items have a handful of records each), expensive once nodes are coarse: a node over a
-  third of the records makes every itemset that holds it read a third of the records;
+- by **postings**, shared by prefix (:func:`prefix_support`): each itemset's nodes are put in
+  one global order, rarest first; the records of each distinct first node are read once, and
+  kept for each distinct second node they also hold, and so on, one level per node. Itemsets
+  sharing their rarest nodes share those rows: the former chain, which followed each itemset
+  on its own, read the postings of a first node once per itemset (at 1 M CDR-like users its
+  two links took 613 s of 1,800, and the rejection step enumerated instead, 308 s more).
+  Cheap while the first nodes are rare, expensive once nodes are coarse and many itemsets
+  differ early;
 - by **enumeration** (``itemset_supports``): every s-subset of every generalized record,
   matched to the itemsets of size s, as the exact search counts. Cheap once records are short
   in nodes, expensive on long records (C(161, 4) = 27 M subsets for BMS-WebView-2's longest).
 
 Both give the same supports, so the choice changes the time only, never the cut. The rows each
-plan reads are computed first from two small aggregates (about 2 × Σ postings of the rarest
-node for the chain, against Σ_r C(|g_r|, s), with g_r restricted to the nodes some itemset
-holds) and the smaller one runs.
+plan reads are computed first from small aggregates (the first two levels of the prefixes,
+where postings are longest, against Σ_r C(|g_r|, s), with g_r restricted to the nodes some
+itemset holds) and the smaller one runs.
 """
 
 from __future__ import annotations
@@ -28,61 +28,88 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from math import comb
+from typing import NamedTuple
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.itemsets import (
-    chain_counts,
-    chain_start,
-    chain_step,
     itemset_rows,
     itemset_supports,
+    prefix_candidates,
+    prefix_cost,
+    prefix_counts,
+    prefix_ids,
+    prefix_level,
+    prefix_start,
+    prefix_step,
+    prefix_supports,
     rarest_first_rows,
 )
 
 
-def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
-               node_postings: exp.Table,
-               restricted: exp.Table) -> tuple[dict[int, int], dict[int, int]]:
-    """Rows read per itemset size by each plan: (postings, enumeration).
+class PlanCosts(NamedTuple):
+    """Itemset sizes present and the rows each plan would read."""
 
-    Leaves ``node_postings`` (records per node, the postings plan's input) and ``restricted``
-    (``records`` cut down to the itemsets' nodes, the enumeration's input).
-    """
-    backend.materialize(node_postings, "km_group_node_postings", None,
-                        {"groups": itemsets, "g": records})
-    # km_group_postings_cost gives Σ s x (rarest node's records) per size s; the chain reads
-    # the rarest node's records once and probes them for the second node, the later links
-    # only what is left: about 2 x Σ rarest (the s x estimate of the former plan made the
-    # rejection step enumerate BMS2's long records instead: 34 s of a 123 s search at m = 3).
-    postings = {int(size): int(cost) * min(int(size), 2) // int(size)
-                for size, cost in backend.query(
-                    "km_group_postings_cost", None,
-                    {"groups": itemsets, "gocc": node_postings})}
+    sizes: list[int]
+    postings: int
+    enumeration: int
+
+
+def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
+               work: Callable[[str], exp.Table]) -> PlanCosts:
+    """The rows each plan reads. Leaves ``work("gids")`` (:func:`.itemsets.prefix_ids`, the
+    prefix plan's input) and ``work("grec")`` (``records`` cut down to the itemsets' nodes, the
+    enumeration's input) unless there is no itemset."""
+    node_postings, rows = work("gocc"), work("grows")
+    ids, restricted = work("gids"), work("grec")
+    sizes = sorted(int(size) for (size,) in backend.query("km_group_sizes", None,
+                                                          {"groups": itemsets}))
+    if not sizes:
+        return PlanCosts([], 0, 0)
+    try:
+        backend.materialize(node_postings, "km_group_node_postings", None,
+                            {"groups": itemsets, "g": records})
+        backend.materialize(rows, rarest_first_rows(itemsets, node_postings, max(sizes)))
+        backend.materialize(ids, prefix_ids(rows, max(sizes)))
+        postings = int(backend.scalar(prefix_cost(ids, node_postings, max(sizes))) or 0)
+    finally:
+        backend.drop_table(node_postings)
+        backend.drop_table(rows)
     backend.materialize(restricted, "km_group_records", None,
                         {"groups": itemsets, "g": records})
     lengths = backend.query("km_group_record_lengths", None, {"gr": restricted})
-    enumeration = {size: sum(int(n) * comb(int(length), size) for length, n in lengths)
-                   for size in postings}
-    return postings, enumeration
+    enumeration = sum(int(n) * comb(int(length), size)
+                      for size in sizes for length, n in lengths)
+    return PlanCosts(sizes, postings, enumeration)
 
 
-def chained_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
-                    node_postings: exp.Table, target: exp.Table, rows: exp.Table,
-                    links: tuple[exp.Table, exp.Table], ell: int) -> None:
-    """``target(vid, supp)`` by the chain of :func:`.itemsets.chain_step`: one table per link,
-    so the order of the joins is ours (a single query let DuckDB join ``records`` with itself
-    on record_id first: 12 GB for 480,000 itemsets of size 5 on BMS-WebView-2)."""
-    backend.materialize(rows, rarest_first_rows(itemsets, node_postings, ell))
-    held, spare = links
-    backend.materialize(held, chain_start(rows, records, ell))
-    for j in range(2, ell + 1):
-        backend.materialize(spare, chain_step(held, records, j, ell))
-        backend.drop_table(held)
-        held, spare = spare, held
-    backend.materialize(target, chain_counts(held))
-    backend.drop_table(held)
+def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target: exp.Table,
+                   sizes: list[int], work: Callable[[str], exp.Table]) -> None:
+    """``target(vid, supp)`` level by level over the prefixes of ``ids``: one table of
+    (record_id, prefix) per level, each made by two two-table joins (the prefixes extending the
+    level before, then the records holding the new node), so the order of the joins is ours
+    (a single query let DuckDB join ``records`` with itself on record_id first: 12 GB for
+    480,000 itemsets of size 5 on BMS-WebView-2)."""
+    level, held, candidates = work("gpre"), work("gheld"), work("gcand")
+    counts = {size: work(f"gcount{size}") for size in sizes}
+    try:
+        for j in range(1, max(sizes) + 1):
+            backend.materialize(level, prefix_level(ids, j))
+            if j == 1:
+                backend.materialize(held, prefix_start(level, records))
+            else:
+                backend.materialize(candidates, prefix_candidates(held, level))
+                backend.drop_table(held)
+                backend.materialize(held, prefix_step(candidates, records))
+                backend.drop_table(candidates)
+            backend.drop_table(level)
+            if j in counts:
+                backend.materialize(counts[j], prefix_counts(held))
+        backend.materialize(target, prefix_supports(ids, counts))
+    finally:
+        for table in (level, held, candidates, *counts.values()):
+            backend.drop_table(table)
 
 
 def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
@@ -93,28 +120,22 @@ def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
 
     Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here).
     """
-    node_postings, restricted, rows = work("gocc"), work("grec"), work("grows")
+    ids, restricted, rows = work("gids"), work("grec"), work("grows")
     try:
-        postings, enumeration = plan_costs(backend, itemsets, records, node_postings,
-                                           restricted)
-        if plan == "auto":
-            plan = ("enumerate" if sum(enumeration.values()) < sum(postings.values())
-                    else "postings")
-        if plan == "postings" or not postings:
-            sizes = sorted(postings)
-            if not sizes:  # no itemset: no support to count
-                backend.materialize(target, "km_itemset_support_postings", None,
-                                    {"groups": itemsets, "g": records, "gocc": node_postings})
-                return "postings"
-            chained_support(backend, itemsets, records, node_postings, target, rows,
-                            (work("gchain1"), work("gchain2")), max(sizes))
+        costs = plan_costs(backend, itemsets, records, work)
+        if not costs.sizes:  # no itemset: no support to count
+            backend.materialize(target, "km_itemset_support_none")
             return "postings"
-        sizes = sorted(postings)
-        backend.materialize(rows, itemset_rows(itemsets, max(sizes)))
-        backend.materialize(target, itemset_supports(restricted, rows, sizes))
+        if plan == "auto":
+            plan = "enumerate" if costs.enumeration < costs.postings else "postings"
+        if plan == "postings":
+            prefix_support(backend, ids, records, target, costs.sizes, work)
+            return "postings"
+        backend.materialize(rows, itemset_rows(itemsets, max(costs.sizes)))
+        backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
         return "enumerate"
     finally:
-        for table in (node_postings, restricted, rows):
+        for table in (ids, restricted, rows):
             backend.drop_table(table)
 
 

@@ -145,7 +145,7 @@ def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> e
 def rarest_first_rows(groups: exp.Table, postings: exp.Table, ell: int) -> exp.Select:
     """(vid, size, r1..rℓ): each itemset of ``groups(vid, node_id, ...)`` in one row, its nodes
     ordered by their number of records in ``postings(node_id, n)`` (rarest first; ties: the
-    smaller id; a node without postings first, so the chain finds no holder: in a slice of
+    smaller id; a node without postings first, so the prefix plan finds no holder: in a slice of
     the records, see :func:`.groupsupport.record_slices`, a node may have none); columns
     past the size are NULL."""
     position = exp.Window(this=exp.RowNumber(), partition_by=[exp.column("vid", "gr")],
@@ -166,40 +166,6 @@ def rarest_first_rows(groups: exp.Table, postings: exp.Table, ell: int) -> exp.S
     return (exp.select(exp.column("vid", quoted=True),
                        exp.func("count", exp.Star()).as_("size", quoted=True), *nodes)
             .from_(ranked.subquery("k")).group_by(exp.column("vid", quoted=True)))
-
-
-def chain_start(rows: exp.Table, records: exp.Table, ell: int) -> exp.Select:
-    """The first link of the chain: (vid, size, record_id, r2..rℓ) for every record of
-    ``records(record_id, node_id)`` holding the rarest node r1 of an itemset of ``rows``."""
-    rest = [_col("v", f"r{j}").as_(f"r{j}", quoted=True) for j in range(2, ell + 1)]
-    return (exp.select(_col("v", "vid").as_("vid", quoted=True),
-                       _col("v", "size").as_("size", quoted=True),
-                       _col("g", "record_id").as_("record_id", quoted=True), *rest)
-            .from_(with_alias(rows, "v"))
-            .join(with_alias(records, "g"), on=_col("g", "node_id").eq(_col("v", "r1"))))
-
-
-def chain_step(held: exp.Table, records: exp.Table, j: int, ell: int) -> exp.Select:
-    """Link j: the rows of ``held`` (from :func:`chain_start` or the previous link) whose record
-    also holds node rj; itemsets shorter than j pass unchanged. One two-table join on
-    (record_id, node_id), so no engine can join ``records`` with itself first."""
-    columns = ["vid", "size", "record_id", *(f"r{i}" for i in range(2, ell + 1))]
-    passing = (exp.select(*(_col("h", c).as_(c, quoted=True) for c in columns))
-               .from_(with_alias(held, "h"))
-               .where(_col("h", "size") < exp.Literal.number(j)))
-    joined = (exp.select(*(_col("h", c).as_(c, quoted=True) for c in columns))
-              .from_(with_alias(held, "h"))
-              .join(with_alias(records, "g"), on=exp.and_(
-                  _col("g", "record_id").eq(_col("h", "record_id")),
-                  _col("g", "node_id").eq(_col("h", f"r{j}")))))
-    return exp.select("*").from_(exp.union(passing, joined, distinct=False).subquery("u"))
-
-
-def chain_counts(held: exp.Table) -> exp.Select:
-    """(vid, supp) from the last link: one row per record holding every node of the itemset."""
-    return (exp.select(exp.column("vid", quoted=True),
-                       exp.func("count", exp.Star()).as_("supp", quoted=True))
-            .from_(held.copy()).group_by(exp.column("vid", quoted=True)))
 
 
 def binomial(n: exp.Expr, ell: int) -> exp.Expr:
@@ -437,3 +403,103 @@ def choose_image_merges(images: exp.Table, hnode: exp.Table, costs: exp.Table,
             .from_(ordered.subquery("o"))
             .join(parents.subquery("a"), on=_col("a", "r").eq(_col("o", "r")))
             .where(_col("o", "rn") <= top))
+
+
+def prefix_ids(rows: exp.Table, ell: int) -> exp.Select:
+    """(vid, size, r1..rℓ, p1..pℓ): the rows of :func:`rarest_first_rows` with ``pj`` a number
+    for each distinct prefix r1..rj (NULL past the size). The nodes are in one global order
+    (postings, then id), so itemsets that share their rarest nodes share prefixes."""
+    nodes = [exp.column(f"r{j}", quoted=True) for j in range(1, ell + 1)]
+    numbers = []
+    for j in range(1, ell + 1):
+        rank = exp.Window(this=exp.Anonymous(this="dense_rank"), order=exp.Order(
+            expressions=[exp.Ordered(this=n.copy()) for n in nodes[:j]]))
+        numbers.append(exp.Case(ifs=[exp.If(
+            this=exp.column("size", quoted=True) >= exp.Literal.number(j), true=rank)])
+            .as_(f"p{j}", quoted=True))
+    return exp.select(exp.column("vid", quoted=True), exp.column("size", quoted=True),
+                      *nodes, *numbers).from_(rows.copy())
+
+
+def prefix_level(ids: exp.Table, j: int) -> exp.Select:
+    """(pid, parent, node): the distinct prefixes of length j of :func:`prefix_ids`, each with
+    the number of its prefix of length j - 1 (0 for j = 1) and its last node."""
+    parent = exp.column(f"p{j - 1}", quoted=True) if j > 1 else exp.Literal.number(0)
+    return (exp.select(exp.column(f"p{j}", quoted=True).as_("pid", quoted=True),
+                       parent.as_("parent", quoted=True),
+                       exp.column(f"r{j}", quoted=True).as_("node", quoted=True))
+            .distinct().from_(ids.copy())
+            .where(exp.column("size", quoted=True) >= exp.Literal.number(j)))
+
+
+def prefix_start(prefixes: exp.Table, records: exp.Table) -> exp.Select:
+    """(record_id, pid): the records holding the node of each prefix of length 1."""
+    return (exp.select(_col("g", "record_id").as_("record_id", quoted=True),
+                       _col("p", "pid").as_("pid", quoted=True))
+            .from_(with_alias(prefixes, "p"))
+            .join(with_alias(records, "g"), on=_col("g", "node_id").eq(_col("p", "node"))))
+
+
+def prefix_candidates(held: exp.Table, prefixes: exp.Table) -> exp.Select:
+    """(record_id, pid, node): each record holding a prefix of length j - 1, with every prefix
+    of length j that extends it (to be kept where the record holds the new node)."""
+    return (exp.select(_col("h", "record_id").as_("record_id", quoted=True),
+                       _col("p", "pid").as_("pid", quoted=True),
+                       _col("p", "node").as_("node", quoted=True))
+            .from_(with_alias(held, "h"))
+            .join(with_alias(prefixes, "p"), on=_col("p", "parent").eq(_col("h", "pid"))))
+
+
+def prefix_step(candidates: exp.Table, records: exp.Table) -> exp.Select:
+    """(record_id, pid): the candidates whose record holds the prefix's last node. One
+    two-table join on (record_id, node_id), so no engine can join ``records`` with itself
+    first."""
+    return (exp.select(_col("c", "record_id").as_("record_id", quoted=True),
+                       _col("c", "pid").as_("pid", quoted=True))
+            .from_(with_alias(candidates, "c"))
+            .join(with_alias(records, "g"), on=exp.and_(
+                _col("g", "record_id").eq(_col("c", "record_id")),
+                _col("g", "node_id").eq(_col("c", "node")))))
+
+
+def prefix_counts(held: exp.Table) -> exp.Select:
+    """(pid, n): the records holding each prefix."""
+    return (exp.select(exp.column("pid", quoted=True),
+                       exp.func("count", exp.Star()).as_("n", quoted=True))
+            .from_(held.copy()).group_by(exp.column("pid", quoted=True)))
+
+
+def prefix_supports(ids: exp.Table, counts: dict[int, exp.Table]) -> exp.Select:
+    """(vid, supp): each itemset's support, the count of its whole prefix (``counts[s]`` from
+    :func:`prefix_counts` at length s; an itemset no record holds gets no row)."""
+    parts = [exp.select(_col("i", "vid").as_("vid", quoted=True),
+                        _col("c", "n").as_("supp", quoted=True))
+             .from_(with_alias(ids, "i"))
+             .join(with_alias(table, "c"), on=_col("c", "pid").eq(_col("i", f"p{size}")))
+             .where(_col("i", "size").eq(exp.Literal.number(size)))
+             for size, table in sorted(counts.items())]
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    return exp.select("*").from_(query.subquery("u"))
+
+
+def prefix_cost(ids: exp.Table, postings: exp.Table, ell: int) -> exp.Select:
+    """Rows the prefix plan reads in its first two levels, where the postings are longest:
+    the records of each distinct first node, and those again for each distinct second node
+    that extends it (``postings(node_id, n)``)."""
+    parts = []
+    for j in range(1, min(ell, 2) + 1):
+        distinct = (exp.select(exp.column(f"p{j}", quoted=True), exp.column("r1", quoted=True))
+                    .distinct().from_(ids.copy())
+                    .where(exp.column("size", quoted=True) >= exp.Literal.number(j)))
+        parts.append(exp.select(exp.func("coalesce", exp.func("sum", _col("o", "n")),
+                                         exp.Literal.number(0)).as_("rows", quoted=True))
+                     .from_(distinct.subquery("d"))
+                     .join(with_alias(postings, "o"),
+                           on=_col("o", "node_id").eq(_col("d", "r1"))))
+    query: exp.Query = parts[0]
+    for part in parts[1:]:
+        query = exp.union(query, part, distinct=False)
+    return exp.select(exp.func("sum", exp.column("rows", quoted=True))).from_(
+        query.subquery("u"))
