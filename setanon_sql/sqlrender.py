@@ -13,7 +13,7 @@ once and transpiled once per (dialect, tables) combination.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -95,6 +95,12 @@ def with_alias(table: exp.Table, alias: str) -> exp.Table:
     copy = table.copy()
     copy.set("alias", exp.TableAlias(this=identifier(alias)))
     return copy
+
+
+def union_all(parts: Sequence[exp.Query]) -> exp.Query:
+    """``parts`` joined by UNION ALL (one part alone as it is): sqlglot's ``exp.union`` asks
+    for two at least, and a shape built per size or position may have one."""
+    return parts[0] if len(parts) == 1 else exp.union(*parts, distinct=False)
 
 
 TableBinding = Mapping[str, exp.Table]

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.qids import col, placeholder, xs
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 TableFn = Callable[[str], exp.Table]
 MINSUP = Fraction(5, 10_000)  # 0.05% of the records (Sec. 6.2.2)
@@ -93,9 +93,7 @@ def rules_query(freq: list[exp.Table], width: int) -> exp.Query | None:
                                 >= placeholder("cnum") * col("n", "s")))
     if not parts:
         return None
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     return union
 
 

@@ -27,6 +27,7 @@ from setanon_sql.models.kanon.single_valued import (
 )
 from setanon_sql.models.kanon.work import Work
 from setanon_sql.progress import report
+from setanon_sql.sqlrender import union_all
 
 
 @dataclass
@@ -58,9 +59,7 @@ def _has_nulls(backend: Backend, dataset: Dataset, qi: QI) -> bool:
 def _track(work: Work, active: list[QI]) -> None:
     """qis(qi): the QIs whose fresh classes are still kept (the active ones, QI*)."""
     rows = [exp.select(exp.cast(exp.convert(qi.no), BIGINT).as_("qi")) for qi in active]
-    query: exp.Query = rows[0]
-    for row in rows[1:]:
-        query = exp.union(query, row, distinct=False)
+    query = union_all(rows)
     work.build("qis", query)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from setanon_sql.sqlrender import identifier, with_alias
+from setanon_sql.sqlrender import identifier, union_all, with_alias
 
 
 def _col(alias: str, name: str) -> exp.Column:
@@ -90,9 +90,7 @@ def itemset_nodes(violations: exp.Table, ell: int) -> exp.Select:
     parts = [exp.select(exp.column("vid", quoted=True),
                         exp.column(f"n{j}", quoted=True).as_("node_id", quoted=True))
              .from_(violations.copy()) for j in range(1, ell + 1)]
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("u"))
 
 
@@ -136,9 +134,7 @@ def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> e
                      .from_(itemset_occurrences(records, size).subquery("o"))
                      .join(with_alias(rows, "v"), on=on)
                      .group_by(_col("v", "vid")))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("u"))
 
 
@@ -312,9 +308,7 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
                                 exp.column("x", quoted=True))
                      .from_(violating_images(table, size, ell, cover_bound=True,
                                              touching=touching).subquery(f"v{size}")))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select(exp.Star()).from_(query.subquery("u"))
 
 
@@ -340,10 +334,8 @@ def image_nodes(images: exp.Table, ell: int) -> exp.Select:
     the images apart (the merge depends on the set of images, not on their numbers); they are
     numbered in (size, n1, ...) order all the same, as before, since Spark numbers rows only in
     an ordered window."""
-    positions: exp.Query = exp.select(exp.Literal.number(1).as_("p", quoted=True))
-    for j in range(2, ell + 1):
-        positions = exp.union(positions, exp.select(exp.Literal.number(j).as_("p", quoted=True)),
-                              distinct=False)
+    positions = union_all([exp.select(exp.Literal.number(j).as_("p", quoted=True))
+                           for j in range(1, ell + 1)])
     p = exp.column("p", "q", quoted=True)
     node = exp.Case(ifs=[exp.If(this=p.eq(exp.Literal.number(j)),
                                 true=exp.column(f"n{j}", "i", quoted=True))
@@ -478,9 +470,7 @@ def prefix_supports(ids: exp.Table, counts: dict[int, exp.Table]) -> exp.Select:
              .join(with_alias(table, "c"), on=_col("c", "pid").eq(_col("i", f"p{size}")))
              .where(_col("i", "size").eq(exp.Literal.number(size)))
              for size, table in sorted(counts.items())]
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("u"))
 
 
@@ -498,8 +488,6 @@ def prefix_cost(ids: exp.Table, postings: exp.Table, ell: int) -> exp.Select:
                      .from_(distinct.subquery("d"))
                      .join(with_alias(postings, "o"),
                            on=_col("o", "node_id").eq(_col("d", "r1"))))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select(exp.func("sum", exp.column("rows", quoted=True))).from_(
         query.subquery("u"))

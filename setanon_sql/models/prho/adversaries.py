@@ -22,7 +22,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint, md5_text
 from setanon_sql.models.prho.rules import TableFn, fresh, rho_params
 from setanon_sql.models.rho.qids import col, placeholder
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 
 def eligible_counts(backend: Backend, items: exp.Table, m: int) -> dict[int, int]:
@@ -196,9 +196,7 @@ def rules_query(unsafe: Sequence[tuple[exp.Table, exp.Table, int]], m: int) -> e
                 .from_(with_alias(table, "u"))
                 .join(q_columns(hits, m).subquery("p"), on=col("s", "p").eq(col("s", "u")))
                 for table, hits, ell in unsafe]
-    distinct: exp.Query = per_size[0]
-    for more in per_size[1:]:
-        distinct = exp.union(distinct, more, distinct=False)
+    distinct = union_all(per_size)
     before: exp.Expr = exp.Literal.number(0)
     for j in range(1, m + 1):
         before = before + exp.Case().when(exp.and_(col(f"q{j}").neq(exp.Literal.number(0)),

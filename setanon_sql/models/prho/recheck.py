@@ -17,7 +17,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.rules import TableFn, fresh, rho_params
 from setanon_sql.models.rho.qids import col, placeholder, xs
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 ONE, ZERO = exp.Literal.number(1), exp.Literal.number(0)
 
@@ -28,9 +28,7 @@ def _rule_items(rules: exp.Table, width: int) -> exp.Select:
                         exp.Case().when(col(x).eq(col("e")), ONE).else_(ZERO)
                         .as_("ise", quoted=True))
              .from_(rules.copy()).where(col(x).neq(ZERO)) for x in xs(width)]
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     return exp.select("*").from_(union.subquery("u"))
 
 

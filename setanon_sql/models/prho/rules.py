@@ -30,7 +30,7 @@ from setanon_sql.models.rho.suppression import (
     blocked_rules_query,
     candidates_query,
 )
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 TableFn = Callable[[str], exp.Table]
 
@@ -69,9 +69,7 @@ def _relevant_ids(backend: Backend, constraint: Constraint, rules: exp.Table,
                  .where(col("size", "r").eq(exp.Literal.number(k + 1))))
         parts.append(constraint.member_filter(backend, query, col("record_id", "o"),
                                               col("e", "r")))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     return exp.select(col("rule_id")).distinct().from_(union.subquery("i"))
 
 
@@ -124,9 +122,7 @@ def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.
     """
     parts = [exp.select(col("rule_id"), col("rnk"), col("size"), col(x).as_("item", quoted=True))
              .from_(chosen.copy()).where(col(x).neq(exp.Literal.number(0))) for x in xs(width)]
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     rarest = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id", "u")],
                         order=exp.Order(expressions=[exp.Ordered(this=col("n", "i")),
                                                      exp.Ordered(this=col("item", "u"))]))

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.qids import col, holds_sensitive, placeholder, through_sensitive, xs
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 
 def touched_query(cur: exp.Table, dels: exp.Table) -> exp.Select:
@@ -106,9 +106,7 @@ def delta_query(levels: list[exp.Table], width: int) -> exp.Select:
             exp.select(col("part"), *present, *padding,
                        exp.func("count", exp.Star()).as_("dn", quoted=True))
             .from_(itemsets.subquery("l")).group_by(col("part"), *[c.copy() for c in present]))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("u"))
 
 
@@ -254,9 +252,7 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
             .from_(with_alias(chosen, "c"))
             .join(with_alias(levels[k - 1], "l"), on=exp.and_(*on))
             .where(exp.and_(col("size", "c").eq(exp.Literal.number(k)), *lost)))
-    union: exp.Query = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
+    union = union_all(parts)
     return exp.select("*").from_(union.subquery("u"))
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.sqlrender import identifier, with_alias
+from setanon_sql.sqlrender import identifier, union_all, with_alias
 
 
 def col(name: str, table: str | None = None) -> exp.Column:
@@ -102,9 +102,7 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
                        exp.func("count", exp.Star()).as_("n", quoted=True),
                        exp.func("min", col("record_id")).as_("first_rec", quoted=True))
             .from_(level.copy()).group_by(col("part"), *present))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("u"))
 
 
@@ -167,9 +165,7 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
     """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
     rules, numbering them sorted them all for nothing."""
     parts = [rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return query
 
 

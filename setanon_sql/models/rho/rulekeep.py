@@ -15,7 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from setanon_sql.models.rho.qids import col, numbered_rules, placeholder, rules_for_position, xs
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 
 def rule_columns(width: int) -> list[str]:
@@ -76,8 +76,6 @@ def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, change
     for j in range(1, width + 1):
         parts.append(rules_for_position(supx, sens, win, width, j, max_q,
                                         y_source=with_alias(changed, "y"), counted=False))
-    both: exp.Query = parts[0]
-    for part in parts[1:]:
-        both = exp.union(both, part, distinct=False)
+    both = union_all(parts)
     return numbered_rules(exp.select(*(col(c) for c in names)).from_(both.subquery("n")),
                           width)

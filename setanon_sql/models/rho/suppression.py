@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.qids import col, placeholder, xs
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 
 def rho_fraction(rho: float | str | Fraction) -> Fraction:
@@ -51,9 +51,7 @@ def candidates_query(rules: exp.Table, width: int) -> exp.Select:
                        .as_("k", quoted=True), exp.Literal.number(0).as_("ise", quoted=True))
             .from_(rules.copy())
             .where(exp.and_(in_buffer, col(f"q{p}").neq(exp.Literal.number(0)))))
-    query: exp.Query = parts[0]
-    for part in parts[1:]:
-        query = exp.union(query, part, distinct=False)
+    query = union_all(parts)
     return exp.select("*").from_(query.subquery("c"))
 
 
@@ -107,9 +105,7 @@ def held_query(chosen: exp.Table, members: exp.Table, width: int,
         if only is not None:
             part = part.join(with_alias(only, "o"), on=col("rule_id", "o").eq(col("rule_id", "m")))
         parts.append(part)
-    held: exp.Query = parts[0]
-    for part in parts[1:]:
-        held = exp.union(held, part, distinct=False)
+    held = union_all(parts)
     return held
 
 
