@@ -156,6 +156,7 @@ class _Checker:
     generalized: exp.Table | None = None
     lengths_of: tuple[int, list[tuple[int, int]]] | None = None
     slices_of: tuple[int, list[exp.Table]] | None = None
+    record_count: int | None = None
 
     def _refresh(self) -> exp.Table:
         """<R, D> of the current cut version (made once per version)."""
@@ -170,12 +171,20 @@ class _Checker:
         generalized = self._refresh()
         if self.slices_of is None or self.slices_of[0] != self.version:
             self._drop_slices()
-            records = sum(n for _, n in self.lengths())
             slices = (record_slices(self.gen.backend, generalized,
                                     lambda i: self.gen.table(f"gslice{i}"))
-                      if records >= SLICE_FROM_RECORDS else [])
+                      if self._record_count() >= SLICE_FROM_RECORDS else [])
             self.slices_of = (self.version, slices)
         return self.slices_of[1] or generalized
+
+    def _record_count(self) -> int:
+        """Records of <R, D>: those of D holding an item, whatever the cut, so counted once
+        (not from a length histogram of each cut version's <R, D>)."""
+        if self.record_count is None:
+            self.record_count = int(self.gen.backend.scalar(exp.select(exp.func(
+                "count", exp.Distinct(expressions=[exp.column("record_id")])))
+                .from_(self.gen.items.copy())))
+        return self.record_count
 
     def _drop_slices(self) -> None:
         if self.slices_of is not None:
