@@ -14,7 +14,13 @@ import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.groupsupport import group_violations, record_slices
+from setanon_sql.models.km.groupsupport import (
+    EXTEND_STEPS,
+    extends_by_records,
+    group_violations,
+    record_slices,
+)
+from setanon_sql.models.km.itemsets import prefix_level
 from tests.integration.test_rho_blocking import values_table
 
 
@@ -69,6 +75,42 @@ def test_plans_agree_with_brute_force(db: Backend, seed: int, plan: str) -> None
     assert expected, "the case should have violating groups"
     assert got == expected
     assert not db.table_names("t_grec") and not db.table_names("t_gsupp")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("step", EXTEND_STEPS)
+def test_postings_extended_either_way_agree_with_brute_force(db: Backend, seed: int,
+                                                             step: str) -> None:
+    """The postings plan with each level extended by prefixes, by records, or the cheaper."""
+    g_rows, group_rows = _random_case(seed, 5)
+    g = values_table(db, "t_g", "record_id, node_id", g_rows)
+    groups = values_table(db, "t_groups", "vid, node_id, n", group_rows)
+    target = db.table("t_viol")
+    assert group_violations(db, groups, g, 4, target, lambda purpose: db.table(f"t_{purpose}"),
+                            "postings", step) == "postings"
+    assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, 4)
+    for purpose in ("gheld", "gcand", "gpre"):
+        assert not db.table_names(f"t_{purpose}")
+
+
+def test_a_prefix_with_many_extensions_is_extended_by_records(db: Backend) -> None:
+    """Node 1 begins 30 itemsets {1, x}; records hold node 1 and two others: by records (two
+    rows a held record) rather than by prefixes (30 a held record). One extension a prefix:
+    by prefixes, without counting the records' nodes."""
+    records = values_table(db, "t_g", "record_id, node_id",
+                           [(r, n) for r in range(1, 41) for n in (1, 2 + r % 30, 3 + r % 29)])
+    held = values_table(db, "t_held", "record_id, pid", [(r, 1) for r in range(1, 41)])
+    many = values_table(db, "t_ids", "vid, size, r1, r2, p1, p2",
+                        [(x, 2, 1, x, 1, x) for x in range(2, 32)])
+    level = db.table("t_level")
+    db.materialize(level, prefix_level(many, 2))
+    assert extends_by_records(db, held, level, records, "auto")
+    assert not extends_by_records(db, held, level, records, "prefixes")
+    one = values_table(db, "t_ids1", "vid, size, r1, r2, p1, p2", [(1, 2, 1, 5, 1, 1)])
+    db.drop_table(level)
+    db.materialize(level, prefix_level(one, 2))
+    assert not extends_by_records(db, held, level, records, "auto")
+    assert extends_by_records(db, held, level, records, "records")
 
 
 def _rows(db: Backend, table: exp.Table, columns: str) -> set[tuple[int, ...]]:

@@ -12,7 +12,9 @@ proposed itemset). The supports can be counted
   on its own, read the postings of a first node once per itemset (at 1 M CDR-like users its
   two links took 613 s of 1,800, and the rejection step enumerated instead, 308 s more).
   Cheap while the first nodes are rare, expensive once nodes are coarse and many itemsets
-  differ early;
+  differ early. A level is extended from each held prefix to its extensions, or, where
+  prefixes have many extensions, from each held record to its own nodes (whichever makes fewer
+  rows: at 1 M CDR-like users, m = 7, the first way alone took 793 s of the search);
 - by **enumeration** (``itemset_supports``): every s-subset of every generalized record,
   matched to the itemsets of size s, as the exact search counts. Cheap once records are short
   in nodes, expensive on long records (C(161, 4) = 27 M subsets for BMS-WebView-2's longest).
@@ -39,8 +41,12 @@ from setanon_sql.models.km.itemsets import (
     prefix_candidates,
     prefix_cost,
     prefix_counts,
+    prefix_extension_rows,
     prefix_ids,
     prefix_level,
+    prefix_match,
+    prefix_record_nodes,
+    prefix_record_rows,
     prefix_start,
     prefix_step,
     prefix_supports,
@@ -84,13 +90,37 @@ def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
     return PlanCosts(sizes, postings, enumeration)
 
 
+# How a level of prefixes is extended (:func:`prefix_support`): from each held prefix to its
+# extensions, then those the record holds ("prefixes"); or from each held record to its nodes,
+# then those extending the held prefix ("records"); "auto": whichever makes fewer rows.
+EXTEND_STEPS = ("prefixes", "records", "auto")
+
+
+def extends_by_records(backend: Backend, held: exp.Table, level: exp.Table,
+                       records: exp.Table, step: str) -> bool:
+    """Whether to extend ``held`` to ``level`` by records (:func:`.itemsets.prefix_record_nodes`).
+
+    Under "auto" the rows of both ways are compared; the second count reads ``records``, so it
+    is only made where the prefixes average more than two extensions per held row (below that
+    the extension by prefixes makes at most twice the held rows, which the other way rarely
+    beats by enough to pay for its count)."""
+    if step != "auto":
+        return step == "records"
+    extensions = int(backend.scalar(prefix_extension_rows(held, level)) or 0)
+    held_rows = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(held.copy())))
+    if extensions <= 2 * held_rows:
+        return False
+    return int(backend.scalar(prefix_record_rows(held, level, records)) or 0) < extensions
+
+
 def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target: exp.Table,
-                   sizes: list[int], work: Callable[[str], exp.Table]) -> None:
+                   sizes: list[int], work: Callable[[str], exp.Table],
+                   step: str = "auto") -> None:
     """``target(vid, supp)`` level by level over the prefixes of ``ids``: one table of
-    (record_id, prefix) per level, each made by two two-table joins (the prefixes extending the
-    level before, then the records holding the new node), so the order of the joins is ours
-    (a single query let DuckDB join ``records`` with itself on record_id first: 12 GB for
-    480,000 itemsets of size 5 on BMS-WebView-2)."""
+    (record_id, prefix) per level, each made by two two-table joins, so the order of the joins
+    is ours (a single query let DuckDB join ``records`` with itself on record_id first: 12 GB
+    for 480,000 itemsets of size 5 on BMS-WebView-2). A level is extended by prefixes or by
+    records (``step``, :data:`EXTEND_STEPS`); both keep the same (record, prefix) rows."""
     level, held, candidates = work("gpre"), work("gheld"), work("gcand")
     counts = {size: work(f"gcount{size}") for size in sizes}
     try:
@@ -99,9 +129,12 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target:
             if j == 1:
                 backend.materialize(held, prefix_start(level, records))
             else:
-                backend.materialize(candidates, prefix_candidates(held, level))
+                by_records = extends_by_records(backend, held, level, records, step)
+                backend.materialize(candidates, prefix_record_nodes(held, level, records)
+                                    if by_records else prefix_candidates(held, level))
                 backend.drop_table(held)
-                backend.materialize(held, prefix_step(candidates, records))
+                backend.materialize(held, prefix_match(candidates, level)
+                                    if by_records else prefix_step(candidates, records))
                 backend.drop_table(candidates)
             backend.drop_table(level)
             if j in counts:
@@ -114,11 +147,12 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target:
 
 def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
                     target: exp.Table, work: Callable[[str], exp.Table],
-                    plan: str = "auto") -> str:
+                    plan: str = "auto", step: str = "auto") -> str:
     """Materialize ``target(vid, supp)``: the support in ``records(record_id, node_id)`` of
     each itemset of ``itemsets(vid, node_id, ...)`` (no row: support 0).
 
-    Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here).
+    Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here);
+    ``step`` is how the postings plan extends a level (:data:`EXTEND_STEPS`).
     """
     ids, restricted, rows = work("gids"), work("grec"), work("grows")
     try:
@@ -129,7 +163,7 @@ def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
         if plan == "auto":
             plan = "enumerate" if costs.enumeration < costs.postings else "postings"
         if plan == "postings":
-            prefix_support(backend, ids, records, target, costs.sizes, work)
+            prefix_support(backend, ids, records, target, costs.sizes, work, step)
             return "postings"
         backend.materialize(rows, itemset_rows(itemsets, max(costs.sizes)))
         backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
@@ -165,7 +199,7 @@ def record_slices(backend: Backend, records: exp.Table,
 def group_violations(backend: Backend, groups: exp.Table,
                      generalized: exp.Table | Sequence[exp.Table], k: int,
                      target: exp.Table, work: Callable[[str], exp.Table],
-                     plan: str = "auto") -> str:
+                     plan: str = "auto", step: str = "auto") -> str:
     """Materialize ``target(vid, node_id, n)``: the groups with support below ``k`` in
     ``generalized`` (one table, or disjoint slices of it by record, see :func:`record_slices`);
     returns the plan that counted the supports (one per slice counted, joined by "+").
@@ -184,9 +218,11 @@ def group_violations(backend: Backend, groups: exp.Table,
         for i, records in enumerate(slices):
             last = i == len(slices) - 1
             if not i:
-                plans.append(itemset_support(backend, current, records, total, work, plan))
+                plans.append(itemset_support(backend, current, records, total, work, plan,
+                                             step))
             else:
-                plans.append(itemset_support(backend, current, records, support, work, plan))
+                plans.append(itemset_support(backend, current, records, support, work, plan,
+                                             step))
                 backend.materialize(added, "km_group_support_sum", None,
                                     {"a": total, "b": support})
                 backend.drop_table(total)
