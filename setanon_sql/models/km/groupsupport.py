@@ -184,6 +184,12 @@ SLICE_BOUNDS = (0, 1, 4, 16)
 SLICE_FROM_RECORDS = 200_000
 
 
+def record_count(backend: Backend, records: exp.Table) -> int:
+    """Distinct records of ``records(record_id, ...)``: whether to slice (SLICE_FROM_RECORDS)."""
+    return int(backend.scalar(exp.select(exp.func(
+        "count", exp.Distinct(expressions=[exp.column("record_id")]))).from_(records.copy())))
+
+
 def record_slices(backend: Backend, records: exp.Table,
                   name: Callable[[int], exp.Table]) -> list[exp.Table]:
     """``records(record_id, node_id)`` split into the disjoint slices of SLICE_BOUNDS (every

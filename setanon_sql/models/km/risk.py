@@ -19,6 +19,7 @@ from setanon_sql.errors import UsageError
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
     group_violations,
+    record_count,
     record_slices,
 )
 from setanon_sql.models.km.positions import PositionSampler
@@ -97,11 +98,9 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         samples, keys = _staging("samples", made, backend), _staging("keys", made, backend)
         backend.materialize(cut, "km_published_cut", None, published_tables)
         backend.materialize(g, "km_published_generalized", None, published_tables)
-        records = int(backend.scalar(exp.select(exp.func(
-            "count", exp.Distinct(expressions=[exp.column("record_id")]))).from_(g.copy())))
         checked: exp.Table | list[exp.Table] = (
             record_slices(backend, g, lambda i: _staging(f"vslice{i}", made, backend))
-            if records >= SLICE_FROM_RECORDS else g)
+            if record_count(backend, g) >= SLICE_FROM_RECORDS else g)
         bad = drawn = 0
         while drawn < count:
             got = sampler.draw(ell, min(VERIFY_PART, count - drawn), samples)

@@ -78,6 +78,7 @@ from setanon_sql.models.km.exactcheck import MAX_EXACT_ROWS, ROW_COST, ExactChec
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
     group_violations,
+    record_count,
     record_slices,
 )
 from setanon_sql.models.km.mcmc import McmcSampler
@@ -181,9 +182,7 @@ class _Checker:
         """Records of <R, D>: those of D holding an item, whatever the cut, so counted once
         (not from a length histogram of each cut version's <R, D>)."""
         if self.record_count is None:
-            self.record_count = int(self.gen.backend.scalar(exp.select(exp.func(
-                "count", exp.Distinct(expressions=[exp.column("record_id")])))
-                .from_(self.gen.items.copy())))
+            self.record_count = record_count(self.gen.backend, self.gen.items)
         return self.record_count
 
     def _drop_slices(self) -> None:
