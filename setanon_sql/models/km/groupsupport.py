@@ -106,11 +106,10 @@ def extends_by_records(backend: Backend, held: exp.Table, level: exp.Table,
     beats by enough to pay for its count)."""
     if step != "auto":
         return step == "records"
-    extensions = int(backend.scalar(prefix_extension_rows(held, level)) or 0)
-    held_rows = int(backend.scalar(exp.select(exp.func("count", exp.Star())).from_(held.copy())))
-    if extensions <= 2 * held_rows:
+    ((extensions, held_rows),) = backend.query(prefix_extension_rows(held, level))
+    if int(extensions) <= 2 * int(held_rows):
         return False
-    return int(backend.scalar(prefix_record_rows(held, level, records)) or 0) < extensions
+    return int(backend.scalar(prefix_record_rows(held, level, records)) or 0) < int(extensions)
 
 
 def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target: exp.Table,

@@ -483,15 +483,17 @@ def prefix_match(found: exp.Table, prefixes: exp.Table) -> exp.Select:
 
 
 def prefix_extension_rows(held: exp.Table, prefixes: exp.Table) -> exp.Select:
-    """Rows :func:`prefix_candidates` would make: each held row times its prefix's
-    extensions."""
+    """(rows :func:`prefix_candidates` would make, held rows), in one pass over ``held``: each
+    held row times its prefix's extensions, and the held rows themselves."""
     extensions = (exp.select(exp.column("parent", quoted=True),
                              exp.func("count", exp.Star()).as_("n", quoted=True))
                   .from_(prefixes.copy()).group_by(exp.column("parent", quoted=True)))
     return (exp.select(exp.func("coalesce", exp.func("sum", _col("e", "n")),
-                                exp.Literal.number(0)))
+                                exp.Literal.number(0)),
+                       exp.func("count", exp.Star()))
             .from_(with_alias(held, "h"))
-            .join(extensions.subquery("e"), on=_col("e", "parent").eq(_col("h", "pid"))))
+            .join(extensions.subquery("e"), join_type="left",
+                  on=_col("e", "parent").eq(_col("h", "pid"))))
 
 
 def prefix_record_rows(held: exp.Table, prefixes: exp.Table, records: exp.Table) -> exp.Select:
