@@ -80,7 +80,12 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         else:
             gen = Generalization(backend, context, items, dictionary, hierarchy.hierarchy_id,
                                  prefix=f"t{trial}_")
-        figures = _search(gen, chosen, context.seed or 0, trial)
+        # Every table of the search is scratch (the published ones are made below), and its
+        # joins are of whole tables: PostgreSQL wrote each prefix level's millions of rows to
+        # the write-ahead log and sorted them for merge joins (see working_tables and
+        # whole_table_joins).
+        with backend.working_tables(), backend.whole_table_joins():
+            figures = _search(gen, chosen, context.seed or 0, trial)
         score = figures[_SCORE[chosen.error]]
         if best is None or score < best[0]:
             if best is not None:

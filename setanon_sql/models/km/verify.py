@@ -53,7 +53,13 @@ def run_tables(backend: Backend, dataset: Dataset, attribute: Attribute,
 
 
 def verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
-    """Check every size the way the run enforced it; see the module docstring."""
+    """Check every size the way the run enforced it; see the module docstring. Its tables
+    are scratch and its joins of whole tables, as in the search."""
+    with backend.working_tables(), backend.whole_table_joins():
+        return _verify_run(backend, dataset, run)
+
+
+def _verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
     params = parse_params(run.params)
     attribute = dataset.set_attribute(params.column, "--model km")
     view = published(backend, dataset, run)
