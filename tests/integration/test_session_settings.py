@@ -85,3 +85,25 @@ def test_working_tables_hold_their_query_and_skip_wal_and_autovacuum_on_postgres
         assert persistence == "u"
         assert options == ["autovacuum_enabled=false"]  # analyzed by materialize instead
     db.drop_table(target)
+
+
+def test_tables_made_inside_working_tables_are_working_tables_and_only_those(
+        db: Backend, backend_name: str) -> None:
+    """km's search and verify run inside ``working_tables()``: every table they build is a
+    working table; the block ends even when it raises, and tables made after it are not."""
+    query = exp.select(exp.alias_(exp.column("n"), "x")).from_(
+        exp.values([(1,), (2,)], alias="v", columns=["n"]))
+    inside, after = (db.table(f"w_{uuid.uuid4().hex[:8]}") for _ in range(2))
+    with pytest.raises(RuntimeError), db.working_tables():
+        db.materialize(inside, query)
+        raise RuntimeError("the block ends here")
+    db.materialize(after, query)
+    assert sorted(db.query(exp.select("x").from_(inside))) == [(1,), (2,)]
+    if backend_name == "postgres":
+        persistence = {
+            name: db.execute("SELECT relpersistence FROM pg_class WHERE oid = %(t)s::regclass",
+                             {"t": table.sql(dialect="postgres")}, fetch=True)[0][0]
+            for name, table in (("inside", inside), ("after", after))}
+        assert persistence == {"inside": "u", "after": "p"}
+    db.drop_table(inside)
+    db.drop_table(after)

@@ -38,17 +38,15 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.itemsets import (
     itemset_rows,
     itemset_supports,
-    prefix_candidates,
     prefix_cost,
     prefix_counts,
+    prefix_extend,
+    prefix_extend_by_records,
     prefix_extension_rows,
     prefix_ids,
     prefix_level,
-    prefix_match,
-    prefix_record_nodes,
     prefix_record_rows,
     prefix_start,
-    prefix_step,
     prefix_supports,
     rarest_first_rows,
 )
@@ -98,7 +96,8 @@ EXTEND_STEPS = ("prefixes", "records", "auto")
 
 def extends_by_records(backend: Backend, held: exp.Table, level: exp.Table,
                        records: exp.Table, step: str) -> bool:
-    """Whether to extend ``held`` to ``level`` by records (:func:`.itemsets.prefix_record_nodes`).
+    """Whether to extend ``held`` to ``level`` by records
+    (:func:`.itemsets.prefix_extend_by_records`).
 
     Under "auto" the rows of both ways are compared; the second count reads ``records``, so it
     is only made where the prefixes average more than two extensions per held row (below that
@@ -116,31 +115,31 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, target:
                    sizes: list[int], work: Callable[[str], exp.Table],
                    step: str = "auto") -> None:
     """``target(vid, supp)`` level by level over the prefixes of ``ids``: one table of
-    (record_id, prefix) per level, each made by two two-table joins, so the order of the joins
-    is ours (a single query let DuckDB join ``records`` with itself on record_id first: 12 GB
-    for 480,000 itemsets of size 5 on BMS-WebView-2). A level is extended by prefixes or by
-    records (``step``, :data:`EXTEND_STEPS`); both keep the same (record, prefix) rows."""
-    level, held, candidates = work("gpre"), work("gheld"), work("gcand")
+    (record_id, prefix) per level, each made from the level before by one statement whose
+    joins run in the order written (:meth:`.Backend.joins_as_written`). A level is extended by
+    prefixes or by records (``step``, :data:`EXTEND_STEPS`); both keep the same (record,
+    prefix) rows."""
+    level = work("gpre")
+    held = [work("gheld"), work("gheld2")]  # this level's rows, built from the other's
     counts = {size: work(f"gcount{size}") for size in sizes}
     try:
         for j in range(1, max(sizes) + 1):
             backend.materialize(level, prefix_level(ids, j))
             if j == 1:
-                backend.materialize(held, prefix_start(level, records))
+                backend.materialize(held[0], prefix_start(level, records))
             else:
-                by_records = extends_by_records(backend, held, level, records, step)
-                backend.materialize(candidates, prefix_record_nodes(held, level, records)
-                                    if by_records else prefix_candidates(held, level))
-                backend.drop_table(held)
-                backend.materialize(held, prefix_match(candidates, level)
-                                    if by_records else prefix_step(candidates, records))
-                backend.drop_table(candidates)
+                by_records = extends_by_records(backend, held[0], level, records, step)
+                with backend.joins_as_written():
+                    backend.materialize(held[1], prefix_extend_by_records(held[0], level, records)
+                                        if by_records else prefix_extend(held[0], level, records))
+                backend.drop_table(held[0])
+                held.reverse()
             backend.drop_table(level)
             if j in counts:
-                backend.materialize(counts[j], prefix_counts(held))
+                backend.materialize(counts[j], prefix_counts(held[0]))
         backend.materialize(target, prefix_supports(ids, counts))
     finally:
-        for table in (level, held, candidates, *counts.values()):
+        for table in (level, *held, *counts.values()):
             backend.drop_table(table)
 
 
