@@ -66,6 +66,20 @@ JOIN (SELECT item_id, max(depth) AS depth FROM anc GROUP BY item_id) AS leaf
 SELECT DISTINCT i.record_id, c.node_id
 FROM items AS i JOIN cut AS c ON c.item_id = i.item_id
 
+-- name: km_generalized_update
+-- <R, D> of the cut from prev, <R, D> of an earlier cut (cutsearch.py): a node not among the
+-- changed ones (km_changed_nodes) holds the same items under both cuts, so the same records,
+-- and its rows are kept; the rows of the changed nodes of the cut are found again from the
+-- items. The same rows as km_generalized (a test compares them) without grouping them all.
+SELECT p.record_id, p.node_id
+FROM prev AS p LEFT JOIN changed AS ch ON ch.node_id = p.node_id
+WHERE ch.node_id IS NULL
+UNION ALL
+SELECT DISTINCT i.record_id, c.node_id
+FROM items AS i
+JOIN cut AS c ON c.item_id = i.item_id
+JOIN changed AS ch ON ch.node_id = c.node_id
+
 -- name: km_generalized_counts
 -- <R, D> with, per record and node, how many original items of the record lie under the node
 -- (exactcheck.py: a generalized itemset is the image of an ℓ-itemset of the record only if the

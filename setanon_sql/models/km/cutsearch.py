@@ -85,6 +85,27 @@ class CutSearch(ABC):
                                  {"items": self.items, "cut": self.cut})
         return target
 
+    def generalized_since(self, previous: exp.Table, prevcut: exp.Table) -> exp.Table:
+        """Materialize <R, D> for the current cut from ``previous``, <R, D> of the cut
+        ``prevcut`` (``km_generalized_update``): only the rows of the nodes the merges since
+        changed are found again. At 1 M CDR-like users the whole DISTINCT took 79 s of the
+        search on DuckDB (87 versions), at 100,000 users 46 s on PostgreSQL."""
+        target, changed = self.table(f"g{self.version}"), self.table("gchanged")
+        try:
+            self.backend.materialize(changed, "km_changed_nodes", None,
+                                     {"cut": self.cut, "prevcut": prevcut})
+            self.backend.materialize(target, "km_generalized_update", None,
+                                     {"prev": previous, "items": self.items, "cut": self.cut,
+                                      "changed": changed})
+        finally:
+            self.backend.drop_table(changed)
+        return target
+
+    def copy_cut(self, target: exp.Table) -> None:
+        """``target``: the current cut's (item_id, node_id), kept while the cut changes."""
+        self.backend.drop_table(target)
+        self.backend.materialize(target, exp.select("item_id", "node_id").from_(self.cut.copy()))
+
     @abstractmethod
     def _next_cut(self, new: exp.Table, old: exp.Table, chosen: exp.Table) -> None:
         """Materialize ``new``: the cut ``old`` with the merges in ``chosen`` applied."""

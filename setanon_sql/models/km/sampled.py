@@ -160,10 +160,19 @@ class _Checker:
     record_count: int | None = None
 
     def _refresh(self) -> exp.Table:
-        """<R, D> of the current cut version (made once per version)."""
+        """<R, D> of the current cut version (made once per version): the first in full, each
+        later one from the one before and the cut it was made of (:meth:`.cutsearch.CutSearch.
+        generalized_since`), since a round's merges change the rows of a few nodes only."""
         if self.version != self.gen.version or self.generalized is None:
-            self.drop()
-            self.generalized, self.version = self.gen.generalized(), self.gen.version
+            previous, built_from = self.generalized, self.gen.table("gcutcopy")
+            self._drop_slices()
+            if previous is None:
+                current = self.gen.generalized()
+            else:
+                current = self.gen.generalized_since(previous, built_from)
+                self.gen.backend.drop_table(previous)
+            self.generalized, self.version = current, self.gen.version
+            self.gen.copy_cut(built_from)
         return self.generalized
 
     def _records(self) -> exp.Table | list[exp.Table]:
@@ -213,6 +222,7 @@ class _Checker:
         self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
+        self.gen.backend.drop_table(self.gen.table("gcutcopy"))
         self.generalized = None
 
 
