@@ -401,6 +401,18 @@ SELECT DISTINCT size FROM (SELECT vid, count(*) AS size FROM groups GROUP BY vid
 -- g restricted to the nodes some itemset holds: no other node can complete an itemset.
 SELECT g.record_id, g.node_id FROM g WHERE g.node_id IN (SELECT node_id FROM groups)
 
+-- name: km_group_lengths
+-- (record_id, len): how many of the nodes some itemset holds each record of g holds; the
+-- enumeration's rows (km_length_histogram) and a bound on the rows a prefix level extended by
+-- records makes (itemsets.prefix_record_bound).
+SELECT g.record_id, count(*) AS len
+FROM g WHERE g.node_id IN (SELECT node_id FROM groups)
+GROUP BY g.record_id
+
+-- name: km_length_histogram
+-- How many records of km_group_lengths have each length.
+SELECT len, count(*) AS records FROM lengths GROUP BY len
+
 -- name: km_group_record_lengths
 -- How many restricted records have each length: Σ C(len, s) is the enumeration's row count.
 SELECT len, count(*) AS records

@@ -485,26 +485,24 @@ def prefix_extension_rows(held: exp.Table, prefixes: exp.Table) -> exp.Select:
                   on=_col("e", "parent").eq(_col("h", "pid"))))
 
 
-def prefix_record_rows(held: exp.Table, prefixes: exp.Table, records: exp.Table) -> exp.Select:
-    """Rows :func:`prefix_extend_by_records` joins before its last join: each held row times
-    its record's nodes among the level's."""
-    nodes = exp.select(exp.column("node", quoted=True)).distinct().from_(prefixes.copy())
-    lengths = (exp.select(exp.column("record_id", quoted=True),
-                          exp.func("count", exp.Star()).as_("n", quoted=True))
-               .from_(records.copy())
-               .where(exp.column("node_id", quoted=True).isin(query=nodes))
-               .group_by(exp.column("record_id", quoted=True)))
-    return (exp.select(exp.func("coalesce", exp.func("sum", _col("l", "n")),
+def prefix_record_bound(held: exp.Table, lengths: exp.Table) -> exp.Select:
+    """A bound on the rows :func:`prefix_extend_by_records` joins before its last join: each
+    held row times its record's length in ``lengths(record_id, len)``, the record's nodes
+    among those some itemset holds (a level's nodes are among them, so this is at least each
+    held row times its record's nodes among the level's)."""
+    return (exp.select(exp.func("coalesce", exp.func("sum", _col("l", "len")),
                                 exp.Literal.number(0)))
             .from_(with_alias(held, "h"))
-            .join(lengths.subquery("l"), on=_col("l", "record_id").eq(_col("h", "record_id"))))
+            .join(with_alias(lengths, "l"), on=_col("l", "record_id").eq(_col("h", "record_id"))))
 
 
-def prefix_counts(held: exp.Table) -> exp.Select:
-    """(pid, n): the records holding each prefix."""
+def prefix_counts(held: exp.Table | exp.Select) -> exp.Select:
+    """(pid, n): the records holding each prefix, from a held table or from the statement
+    that would make one (the last level is counted as it is found, never written)."""
+    source = held.copy() if isinstance(held, exp.Table) else held.subquery("h")
     return (exp.select(exp.column("pid", quoted=True),
                        exp.func("count", exp.Star()).as_("n", quoted=True))
-            .from_(held.copy()).group_by(exp.column("pid", quoted=True)))
+            .from_(source).group_by(exp.column("pid", quoted=True)))
 
 
 def prefix_supports(ids: exp.Table, counts: dict[int, exp.Table]) -> exp.Select:
