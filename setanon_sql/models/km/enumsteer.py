@@ -80,8 +80,7 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                                 "steered_by": "enumeration", "steering_rounds": len(history),
                                 **exact.figures()})
                 return history
-            b.drop_table(prevcut)
-            b.materialize(prevcut, exp.select("item_id", "node_id").from_(gen.cut.copy()))
+            gen.copy_cut(prevcut)
             merges = gen.merge_images(images, ell, error, batch)
             history.append({"size": ell, "violating_images": int(found), "share_bound": share,
                             "merges": merges, "steered_by": "enumeration"})
