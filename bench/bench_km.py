@@ -233,6 +233,8 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     params: dict[str, Any] = {"k": cell["k"], "m": cell["m"], "sigma": cell["sigma"],
                               "exact_upto": cell["exact_upto"], "trials": cell["trials"],
                               "certify": cell.get("certify", "auto")}
+    if cell.get("batch") is not None:
+        params["batch"] = cell["batch"]
     if cell.get("graph"):
         params.update(graph=cell["graph"], coordinates=cell["coordinates"], error="geo")
     keep = Path(cell["workdir"]) / f"profile-{os.getpid()}.json"
@@ -424,6 +426,9 @@ def main() -> None:
                         help="seconds for the whole command (a locked slot is < 12 min): "
                              "cells that would start later print 'not measured'")
     parser.add_argument("--trials", type=int, default=1, help="--trials of the sampled variant")
+    parser.add_argument("--batch", type=float, default=None,
+                        help="--batch: the share of proposed merges applied per round (the "
+                             "model's default unless given)")
     parser.add_argument("--cdr-users", type=int, default=1_000_000,
                         help="users of the generated CDR-like data (dataset 'cdr', "
                              "setanon_sql/synth/cdr.py, seed 1): --graph, --coordinates, "
@@ -473,7 +478,7 @@ def main() -> None:
                         "seed": args.seed, "check": args.check and not graph,
                         "data": str(data), "hierarchy": str(hierarchy),
                         "workdir": str(args.workdir), "profile": args.profile,
-                        "certify": args.certify,
+                        "certify": args.certify, "batch": args.batch,
                         "trials": args.trials if variant != "exact" else 1, **graph}
                 left = deadline - time.monotonic()
                 if left < 10:

@@ -22,6 +22,7 @@ candidates and still over-weight frequent itemsets (unique share 0.88 against 0.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -29,6 +30,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
+from setanon_sql.io.hierarchy import Hierarchy
 from setanon_sql.models.base import Model
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.exact import enforce_exact
@@ -71,29 +73,14 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     hierarchy = None if chosen.graph else resolve_hierarchy(backend, dataset, attribute,
                                                             chosen.hierarchy)
     trials = chosen.trials if chosen.sampled else 1
-    best: tuple[float, CutSearch, dict[str, Any]] | None = None
-    for trial in range(1, trials + 1):
-        gen: CutSearch
-        if hierarchy is None:
-            gen = GraphGeneralization(backend, context, items, dictionary, str(chosen.graph),
-                                      chosen.coordinates, prefix=f"t{trial}_")
-        else:
-            gen = Generalization(backend, context, items, dictionary, hierarchy.hierarchy_id,
-                                 prefix=f"t{trial}_")
-        # Every table of the search is scratch (the published ones are made below), and its
-        # joins are of whole tables: PostgreSQL wrote each prefix level's millions of rows to
-        # the write-ahead log and sorted them for merge joins (see working_tables and
-        # whole_table_joins).
-        with backend.working_tables(), backend.whole_table_joins():
-            figures = _search(gen, chosen, context.seed or 0, trial)
-        score = figures[_SCORE[chosen.error]]
-        if best is None or score < best[0]:
-            if best is not None:
-                best[1].drop_work_tables()
-            best = (score, gen, figures)
-        else:
-            gen.drop_work_tables()
-    assert best is not None
+    leading = _leading_exact_sizes(chosen)
+    start = _ExactStart(context.table("exactcut"), leading) if trials > 1 and leading else None
+    try:
+        best = _best_trial(backend, context, chosen, trials, start, items, dictionary,
+                           hierarchy)
+    finally:
+        if start is not None:
+            backend.drop_table(start.table)
     _, gen, figures = best
     context.figures.update(figures)
     if hierarchy is not None:
@@ -127,21 +114,86 @@ def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None
             backend.drop_table(table)
 
 
-def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int) -> dict[str, Any]:
-    """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled."""
+@dataclass
+class _ExactStart:
+    """The cut after sizes 1..``sizes``, all enforced exactly, kept for the later trials.
+
+    Exact rounds use no randomness (ties go to the smaller ids), so every trial of A^(r)
+    (Sec. V-B) reaches the same cut there; the paper's hybrid (exact for ℓ <= 4, Sec. VI-D)
+    with r = 10 would otherwise enumerate sizes 1..4 ten times. ``history`` holds those
+    rounds once the first trial has made ``table``.
+    """
+
+    table: exp.Table
+    sizes: int
+    history: list[dict[str, Any]] | None = None
+
+
+def _leading_exact_sizes(chosen: KmParams) -> int:
+    """How many sizes from ℓ = 1 on are enforced exactly."""
+    sizes = 0
+    while sizes < chosen.m and chosen.exact_at(sizes + 1):
+        sizes += 1
+    return sizes
+
+
+def _best_trial(backend: Backend, context: RunContext, chosen: KmParams, trials: int,
+                start: _ExactStart | None, items: exp.Table, dictionary: exp.Table,
+                hierarchy: Hierarchy | None) -> tuple[float, CutSearch, dict[str, Any]]:
+    """A^(r): ``trials`` independent searches, the one of least error kept (its work tables
+    stay for publishing; the others' are dropped)."""
+    best: tuple[float, CutSearch, dict[str, Any]] | None = None
+    for trial in range(1, trials + 1):
+        gen: CutSearch
+        if hierarchy is None:
+            gen = GraphGeneralization(backend, context, items, dictionary, str(chosen.graph),
+                                      chosen.coordinates, prefix=f"t{trial}_")
+        else:
+            gen = Generalization(backend, context, items, dictionary, hierarchy.hierarchy_id,
+                                 prefix=f"t{trial}_")
+        # Every table of the search is scratch (the published ones are made below), and its
+        # joins are of whole tables: PostgreSQL wrote each prefix level's millions of rows to
+        # the write-ahead log and sorted them for merge joins (see working_tables and
+        # whole_table_joins).
+        with backend.working_tables(), backend.whole_table_joins():
+            figures = _search(gen, chosen, context.seed or 0, trial, start)
+        score = figures[_SCORE[chosen.error]]
+        if best is None or score < best[0]:
+            if best is not None:
+                best[1].drop_work_tables()
+            best = (score, gen, figures)
+        else:
+            gen.drop_work_tables()
+    assert best is not None
+    return best
+
+
+def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
+            start: _ExactStart | None = None) -> dict[str, Any]:
+    """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled. With
+    ``start``, the first trial keeps its cut after the leading exact sizes and the later ones
+    begin there."""
     gen.prepare()
+    history: list[dict[str, Any]] = []
+    first = 1
+    if start is not None and start.history is not None:
+        gen.start_from(start.table)
+        history = [dict(entry) for entry in start.history]
+        first = start.sizes + 1
     sampler: Sampler | McmcSampler
     if chosen.sampler == "mcmc":
         sampler = McmcSampler(gen.backend, gen.items, gen.table, seed, stream=trial,
                               first_check=chosen.mcmc_min_steps)
     else:
         sampler = PositionSampler(gen.backend, gen.items, gen.table, seed, stream=trial)
-    history: list[dict[str, Any]] = []
     try:
-        for ell in range(1, chosen.m + 1):
+        for ell in range(first, chosen.m + 1):
             k = chosen.k[ell - 1]
             if chosen.exact_at(ell):
                 history.extend(enforce_exact(gen, ell, k, chosen.error, chosen.batch))
+                if start is not None and start.history is None and ell == start.sizes:
+                    gen.copy_cut(start.table, whole=True)
+                    start.history = [dict(entry) for entry in history]
             else:
                 history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
                                                chosen.error, chosen.batch, chosen.certify))

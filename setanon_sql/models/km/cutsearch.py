@@ -101,10 +101,18 @@ class CutSearch(ABC):
             self.backend.drop_table(changed)
         return target
 
-    def copy_cut(self, target: exp.Table) -> None:
-        """``target``: the current cut's (item_id, node_id), kept while the cut changes."""
+    def copy_cut(self, target: exp.Table, whole: bool = False) -> None:
+        """``target``: the current cut's (item_id, node_id), kept while the cut changes; with
+        ``whole``, every column, so that another search can start from it (:meth:`start_from`)."""
         self.backend.drop_table(target)
-        self.backend.materialize(target, exp.select("item_id", "node_id").from_(self.cut.copy()))
+        columns = ["*"] if whole else ["item_id", "node_id"]
+        self.backend.materialize(target, exp.select(*columns).from_(self.cut.copy()))
+
+    def start_from(self, kept: exp.Table) -> None:
+        """Make ``kept`` (a whole :meth:`copy_cut` of a search over the same items) the current
+        cut: called after :meth:`prepare`, it replaces the identity cut."""
+        self.backend.drop_table(self.cut)
+        self.backend.materialize(self.cut, exp.select("*").from_(kept.copy()))
 
     @abstractmethod
     def _next_cut(self, new: exp.Table, old: exp.Table, chosen: exp.Table) -> None:
