@@ -263,7 +263,7 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     keep.unlink(missing_ok=True)
     out["figures"] = {key: run.figures[key] for key in
                       ("published_labels", "ncp", "generalized_share", "rounds", "geo_error",
-                       *POOL_FIGURES) if key in run.figures}
+                       "utility_by_size", *POOL_FIGURES) if key in run.figures}
     if cell["check"]:
         workdir = Path(cell["workdir"])
         fimi, mapping = (workdir / f"check_{run_id}.{ext}" for ext in ("dat", "map"))
@@ -324,6 +324,27 @@ def _row(cell: dict[str, Any], result: dict[str, Any] | None, timeout: float) ->
                    f"{len(f['rounds'])} | {pools} | {result['seconds']:.1f} | "
                    f"{'ok' if result['verify'] else 'FAILED'} | "
                    f"{result['verify_seconds']:.1f} | {check} |")
+
+
+def _best_after_sizes(figures: dict[str, Any], sizes: list[int], m: int,
+                      every: bool) -> list[tuple[int, dict[str, Any]]]:
+    """(size, the trial of least geo error after it) for every size of ``sizes`` up to ``m``
+    with ``every``, else for ``m`` only (from the run's ``utility_by_size``)."""
+    rows = figures.get("utility_by_size") or [{"size": m, **figures}]
+    chosen = []
+    for size in (s for s in sizes if s <= m) if every else [m]:
+        at = [row for row in rows if row["size"] == size]
+        chosen.append((size, min(at, key=lambda row: row["geo_error"])))
+    return chosen
+
+
+def _size_row(cell: dict[str, Any], size: int, row: dict[str, Any], m: int) -> str:
+    """A row of --every-m: the best trial's cut after ``size`` in the run at ``m``."""
+    trials = "" if cell["trials"] == 1 else f", best of {cell['trials']} trials"
+    return (f"| {cell['dataset']} | {cell['backend']} | {cell['variant']} | {cell['k']} | "
+            f"{size} | {cell['sigma']} | {cell['exact_upto']} | {row['published_labels']} | "
+            f"{row['ncp']:.4f} (geo {row['geo_error']:.0f} m) | "
+            f"{row['generalized_share']:.3f} | | | from the m = {m} run{trials} | | | |")
 
 
 def _urls(backends: list[str], pg_url: str | None,
@@ -426,6 +447,11 @@ def main() -> None:
                         help="seconds for the whole command (a locked slot is < 12 min): "
                              "cells that would start later print 'not measured'")
     parser.add_argument("--trials", type=int, default=1, help="--trials of the sampled variant")
+    parser.add_argument("--every-m", action="store_true",
+                        help="run only the largest --m and print every --m from its utility "
+                             "after each size, the best of the trials at each (a size never "
+                             "looks ahead, so that is what --m of that size publishes; tested "
+                             "in tests/integration/test_km_trials.py)")
     parser.add_argument("--batch", type=float, default=None,
                         help="--batch: the share of proposed merges applied per round (the "
                              "model's default unless given)")
@@ -469,9 +495,10 @@ def main() -> None:
                 data = args.data_dir / DATASETS[name][0]
                 hierarchy = _hierarchy_file(name, data, args.workdir, args.data_dir)
             _ensure_loaded(url, name, data, hierarchy)
+            sizes = sorted(map(int, args.m.split(",")))
             for variant, k, m in itertools.product(args.variants.split(","),
                                                    args.k.split(","),
-                                                   map(int, args.m.split(","))):
+                                                   sizes[-1:] if args.every_m else sizes):
                 cell = {"dataset": name, "backend": backend, "url": url, "variant": variant,
                         "k": k, "m": m, "sigma": "1" if variant == "exact" else args.sigma,
                         "exact_upto": 0 if variant == "exact" else args.exact_upto,
@@ -488,9 +515,13 @@ def main() -> None:
                 result = _spawn(cell, limit)
                 print(_row(cell, result, limit), flush=True)
                 if result and "figures" in result and "geo_error" in result["figures"]:
-                    points.append({"sigma": float(cell["sigma"]), "k": int(k), "m": m,
-                                   "labels": result["figures"]["published_labels"],
-                                   "geo": result["figures"]["geo_error"]})
+                    for size, row in _best_after_sizes(result["figures"], sizes, m,
+                                                       args.every_m):
+                        points.append({"sigma": float(cell["sigma"]), "k": int(k), "m": size,
+                                       "labels": row["published_labels"],
+                                       "geo": row["geo_error"]})
+                        if size != m:
+                            print(_size_row(cell, size, row, m), flush=True)
     if args.plot and points:
         plot_cdr(points, args.plot)
 

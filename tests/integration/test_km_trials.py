@@ -69,6 +69,14 @@ def test_trials_start_from_the_exact_cut_and_publish_the_same(
     assert shared[:3] == alone[:3]  # the same export, mapping and rounds
     assert len(trials) == 6 and trials[:3] == trials[3:]  # and every trial the same
     assert shared[3].figures["trials"] == 3
+    by_size = shared[3].figures["utility_by_size"]
+    assert [(row["trial"], row["size"]) for row in by_size] == [
+        (trial, size) for trial in (1, 2, 3) for size in (1, 2, 3)]
+    assert by_size == alone[3].figures["utility_by_size"]
+    kept = [row for row in by_size if row["size"] == 3
+            and row["published_labels"] == shared[3].figures["published_labels"]
+            and row["ncp"] == pytest.approx(shared[3].figures["ncp"])]
+    assert kept  # the published cut is one trial's cut after its last size
     published = km_oracle.read_fimi(tmp_path / f"o{shared[3].run_id}.dat")
     assert km_oracle.km_violations(published, [3, 3], 2) == []  # the exact sizes hold
     for ell in (1, 2, 3):
@@ -78,3 +86,28 @@ def test_trials_start_from_the_exact_cut_and_publish_the_same(
         assert share <= 1 - 0.8, (ell, share)
     assert api.verify(db, dataset, shared[3]).ok
     assert not [name for name in db.table_names("r") if name.endswith("exactcut")]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.on_spark(seeds=[2])
+def test_the_utility_after_a_size_is_what_that_m_publishes(db: Backend, tmp_path: Path,
+                                                          seed: int) -> None:
+    # A size never looks ahead, so the cut of every trial after size 2 of an --m 3 run is the
+    # cut an --m 2 run reaches in that trial: one run gives the curves against m.
+    data, hierarchy = random_case(tmp_path, seed)
+    dataset = api.load_transactions(db, data, "h")
+    api.load_hierarchy(db, hierarchy, dataset)
+    common: dict[str, Any] = {"k": "3", "sigma": "0.8", "trials": 2, "exact_upto": seed % 2}
+    runs = {m: _published(db, dataset, api.anonymize(db, dataset, require_model("km"),
+                                                     {**common, "m": m}, seed=seed), tmp_path)
+            for m in (2, 3)}
+    shorter, longer = (runs[m][3].figures["utility_by_size"] for m in (2, 3))
+    assert shorter == [row for row in longer if row["size"] <= 2]
+    best = min((row for row in shorter if row["size"] == 2), key=lambda row: row["ncp"])
+    published = runs[2][3].figures
+    assert (best["published_labels"], best["ncp"]) == (published["published_labels"],
+                                                       pytest.approx(published["ncp"]))
+    parent = km_oracle.read_hierarchy(hierarchy)
+    mapping = km_oracle.read_mapping(tmp_path / f"m{runs[2][3].run_id}.txt")
+    assert published["ncp"] == pytest.approx(km_oracle.ncp(km_oracle.read_fimi(data), mapping,
+                                                           parent))

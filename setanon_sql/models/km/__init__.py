@@ -57,6 +57,7 @@ from setanon_sql.names import staging_table
 from setanon_sql.runs import RunContext
 
 _SCORE = {"ncp": "ncp", "share": "generalized_share", "geo": "geo_error"}
+_BY_SIZE = ("published_labels", "ncp", "generalized_share", "geo_error")
 
 
 def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
@@ -121,12 +122,14 @@ class _ExactStart:
     Exact rounds use no randomness (ties go to the smaller ids), so every trial of A^(r)
     (Sec. V-B) reaches the same cut there; the paper's hybrid (exact for ℓ <= 4, Sec. VI-D)
     with r = 10 would otherwise enumerate sizes 1..4 ten times. ``history`` holds those
-    rounds once the first trial has made ``table``.
+    rounds, and ``after`` the utility after each of those sizes, once the first trial has made
+    ``table``.
     """
 
     table: exp.Table
     sizes: int
     history: list[dict[str, Any]] | None = None
+    after: list[dict[str, Any]] | None = None
 
 
 def _leading_exact_sizes(chosen: KmParams) -> int:
@@ -141,8 +144,10 @@ def _best_trial(backend: Backend, context: RunContext, chosen: KmParams, trials:
                 start: _ExactStart | None, items: exp.Table, dictionary: exp.Table,
                 hierarchy: Hierarchy | None) -> tuple[float, CutSearch, dict[str, Any]]:
     """A^(r): ``trials`` independent searches, the one of least error kept (its work tables
-    stay for publishing; the others' are dropped)."""
+    stay for publishing; the others' are dropped). The kept figures list every trial's
+    utility after each size (``utility_by_size``)."""
     best: tuple[float, CutSearch, dict[str, Any]] | None = None
+    by_size: list[dict[str, Any]] = []
     for trial in range(1, trials + 1):
         gen: CutSearch
         if hierarchy is None:
@@ -157,6 +162,8 @@ def _best_trial(backend: Backend, context: RunContext, chosen: KmParams, trials:
         # whole_table_joins).
         with backend.working_tables(), backend.whole_table_joins():
             figures = _search(gen, chosen, context.seed or 0, trial, start)
+        by_size.extend(figures["utility_by_size"])
+        figures["utility_by_size"] = by_size
         score = figures[_SCORE[chosen.error]]
         if best is None or score < best[0]:
             if best is not None:
@@ -172,13 +179,21 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
             start: _ExactStart | None = None) -> dict[str, Any]:
     """One run of Alg. 2 over sizes 1..m: exact sizes enumerated, the others sampled. With
     ``start``, the first trial keeps its cut after the leading exact sizes and the later ones
-    begin there."""
+    begin there.
+
+    The figures include the utility after each size (``utility_by_size``): the cut after size
+    ℓ is what ``--m ℓ`` would publish (a size never looks ahead, and the sampler's stream only
+    depends on the sizes before), so one run at the largest m gives the paper's curves of
+    partitions and error against m (Figs. 4, 5) for every smaller m too.
+    """
     gen.prepare()
     history: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
     first = 1
-    if start is not None and start.history is not None:
+    if start is not None and start.history is not None and start.after is not None:
         gen.start_from(start.table)
         history = [dict(entry) for entry in start.history]
+        after = [{**entry, "trial": trial} for entry in start.after]
         first = start.sizes + 1
     sampler: Sampler | McmcSampler
     if chosen.sampler == "mcmc":
@@ -191,16 +206,20 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
             k = chosen.k[ell - 1]
             if chosen.exact_at(ell):
                 history.extend(enforce_exact(gen, ell, k, chosen.error, chosen.batch))
-                if start is not None and start.history is None and ell == start.sizes:
-                    gen.copy_cut(start.table, whole=True)
-                    start.history = [dict(entry) for entry in history]
             else:
                 history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
                                                chosen.error, chosen.batch, chosen.certify))
+            figures: dict[str, Any] = dict(gen.figures())
+            after.append({"trial": trial, "size": ell,
+                          **{key: figures[key] for key in _BY_SIZE if key in figures}})
+            if start is not None and start.history is None and ell == start.sizes:
+                gen.copy_cut(start.table, whole=True)
+                start.history = [dict(entry) for entry in history]
+                start.after = [dict(entry) for entry in after]
     finally:
         sampler.release()
-    figures: dict[str, Any] = dict(gen.figures())
     figures["rounds"] = history
+    figures["utility_by_size"] = after
     if chosen.sampled:
         figures.update(_certificates(history))
         figures["sample_proposals"] = sampler.proposals
