@@ -74,15 +74,37 @@ def violating_itemsets(table: exp.Table, ell: int, item: str = "node_id") -> exp
 
     Columns vid (a number per itemset, in itemset order), n1..nℓ and support.
     """
+    return numbered_itemsets(violating_counts(table, ell, item), ell)
+
+
+def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
+                     touching: str | None = None) -> exp.Select:
+    """(n1..nℓ, support) of the ℓ-itemsets of ``table`` with support below ``:k``; with
+    ``touching``, only those holding a node flagged 1 (:func:`itemset_occurrences`)."""
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
-    counted = (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
-               .from_(itemset_occurrences(table, ell, item).subquery("o"))
-               .group_by(*nodes)
-               .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k")))
+    return (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
+            .from_(itemset_occurrences(table, ell, item, touching).subquery("o"))
+            .group_by(*nodes)
+            .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k")))
+
+
+def numbered_itemsets(counted: exp.Query, ell: int) -> exp.Select:
+    """(vid, n1..nℓ, support) from the (n1..nℓ, support) rows of ``counted``, vid in itemset
+    order."""
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     vid = exp.Window(this=exp.RowNumber(), order=exp.Order(
         expressions=[exp.Ordered(this=n.copy()) for n in nodes]))
     return exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True), *nodes,
                       exp.column("support", quoted=True)).from_(counted.subquery("c"))
+
+
+def untouched_itemsets(violations: exp.Table, changed: exp.Table, ell: int) -> exp.Select:
+    """(n1..nℓ, support) of the rows of ``violations`` (:func:`violating_itemsets`) none of
+    whose nodes is in ``changed``: their holders, so their supports, are the same under the
+    next cut (:mod:`.exact`)."""
+    return exp.select(*(exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)),
+                      exp.column("support", quoted=True)).from_(
+        untouched_image_rows(violations, changed, ell).subquery("u"))
 
 
 def itemset_nodes(violations: exp.Table, ell: int) -> exp.Select:
