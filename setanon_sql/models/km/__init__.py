@@ -65,7 +65,9 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
     """Find a partition that makes the data (σ-)k^m-anonymous and publish it.
 
     With sampled sizes, ``--trials`` independent searches run and the least error wins
-    (Sec. V-B, A^(r)); an all-exact search is deterministic and runs once.
+    (Sec. V-B, A^(r)); an all-exact search is deterministic and runs once. The sizes enforced
+    exactly before the first sampled one are enumerated once for all trials (``_ExactStart``),
+    and the figures keep every trial's utility after each size (``utility_by_size``).
     """
     chosen = parse_params(params)
     attribute = dataset.set_attribute(chosen.column, "--model km")
@@ -287,7 +289,8 @@ OPTIONS = (
                  help="share of the cheapest proposed merges applied per round (1 = all; "
                       "smaller: less generalization, more rounds)"),
     click.Option(["--trials"], type=int, default=1, show_default=True,
-                 help="independent trials of the sampled search, the least error is kept"),
+                 help="independent trials of the sampled search, the least error is kept (the "
+                      "exact sizes before the first sampled one are searched once for all)"),
     click.Option(["--sampler"], type=click.Choice(SAMPLERS), default=DEFAULT_SAMPLER,
                  show_default=True,
                  help="how sampled sizes draw itemsets: exact (rejection, exactly uniform) or "

@@ -108,6 +108,18 @@ class CutSearch(ABC):
         columns = ["*"] if whole else ["item_id", "node_id"]
         self.backend.materialize(target, exp.select(*columns).from_(self.cut.copy()))
 
+    def touched_since(self, prevcut: exp.Table, changed: exp.Table,
+                      touched: exp.Table) -> None:
+        """``changed``: the nodes whose items differ between ``prevcut`` and the current cut
+        (``km_changed_nodes``); ``touched``: the records holding one, their nodes counted and
+        flagged when changed (``km_touched_counts``). Every holder of an itemset with a changed
+        node is among them, so a round after merges recounts only these (:mod:`.exact`,
+        :mod:`.enumsteer`)."""
+        self.backend.materialize(changed, "km_changed_nodes", None,
+                                 {"cut": self.cut, "prevcut": prevcut})
+        self.backend.materialize(touched, "km_touched_counts", None,
+                                 {"items": self.items, "cut": self.cut, "changed": changed})
+
     def start_from(self, kept: exp.Table) -> None:
         """Make ``kept`` (a whole :meth:`copy_cut` of a search over the same items) the current
         cut: called after :meth:`prepare`, it replaces the identity cut."""

@@ -106,9 +106,7 @@ def _next_images(exact: ExactCheck, images: exp.Table, prevcut: exp.Table,
     changed, touched = gen.table("vchanged"), gen.table("vtouched")
     nxt = gen.table(f"vimages{round_no}")
     try:
-        b.materialize(changed, "km_changed_nodes", None, {"cut": gen.cut, "prevcut": prevcut})
-        b.materialize(touched, "km_touched_counts", None,
-                      {"items": gen.items, "cut": gen.cut, "changed": changed})
+        gen.touched_since(prevcut, changed, touched)
         b.materialize(nxt, exp.union(untouched_image_rows(images, changed, ell),
                                      violating_image_rows(touched, ell, touching="fresh"),
                                      distinct=False), {"k": exact.k})

@@ -76,9 +76,7 @@ def _next_violations(gen: CutSearch, violations: exp.Table, prevcut: exp.Table, 
     changed, touched = gen.table("xchanged"), gen.table("xtouched")
     nxt = gen.table(f"viol{round_no}")
     try:
-        b.materialize(changed, "km_changed_nodes", None, {"cut": gen.cut, "prevcut": prevcut})
-        b.materialize(touched, "km_touched_counts", None,
-                      {"items": gen.items, "cut": gen.cut, "changed": changed})
+        gen.touched_since(prevcut, changed, touched)
         both = exp.union(untouched_itemsets(violations, changed, ell),
                          violating_counts(touched, ell, touching="fresh"), distinct=False)
         b.materialize(nxt, numbered_itemsets(both, ell), {"k": k})
