@@ -165,7 +165,7 @@ def _best_trial(backend: Backend, context: RunContext, chosen: KmParams, trials:
         with backend.working_tables(), backend.whole_table_joins():
             figures = _search(gen, chosen, context.seed or 0, trial, start)
         by_size.extend(figures["utility_by_size"])
-        figures["utility_by_size"] = by_size
+        figures["utility_by_size"] = by_size  # one list: the kept figures get every trial's
         score = figures[_SCORE[chosen.error]]
         if best is None or score < best[0]:
             if best is not None:
