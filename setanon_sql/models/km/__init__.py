@@ -124,14 +124,13 @@ class _ExactStart:
     Exact rounds use no randomness (ties go to the smaller ids), so every trial of A^(r)
     (Sec. V-B) reaches the same cut there; the paper's hybrid (exact for ℓ <= 4, Sec. VI-D)
     with r = 10 would otherwise enumerate sizes 1..4 ten times. ``history`` holds those
-    rounds, and ``after`` the utility after each of those sizes, once the first trial has made
+    rounds and the utility after each of those sizes (``made``) once the first trial has made
     ``table``.
     """
 
     table: exp.Table
     sizes: int
-    history: list[dict[str, Any]] | None = None
-    after: list[dict[str, Any]] | None = None
+    made: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
 
 
 def _leading_exact_sizes(chosen: KmParams) -> int:
@@ -192,10 +191,10 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
     history: list[dict[str, Any]] = []
     after: list[dict[str, Any]] = []
     first = 1
-    if start is not None and start.history is not None and start.after is not None:
+    if start is not None and start.made is not None:
         gen.start_from(start.table)
-        history = [dict(entry) for entry in start.history]
-        after = [{**entry, "trial": trial} for entry in start.after]
+        history = [dict(entry) for entry in start.made[0]]
+        after = [{**entry, "trial": trial} for entry in start.made[1]]
         first = start.sizes + 1
     sampler: Sampler | McmcSampler
     if chosen.sampler == "mcmc":
@@ -203,6 +202,7 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
                               first_check=chosen.mcmc_min_steps)
     else:
         sampler = PositionSampler(gen.backend, gen.items, gen.table, seed, stream=trial)
+    figures: dict[str, Any] = {}
     try:
         for ell in range(first, chosen.m + 1):
             k = chosen.k[ell - 1]
@@ -211,13 +211,13 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
             else:
                 history.extend(enforce_sampled(gen, sampler, ell, k, chosen.sigma[ell - 1],
                                                chosen.error, chosen.batch, chosen.certify))
-            figures: dict[str, Any] = dict(gen.figures())
+            figures = dict(gen.figures())
             after.append({"trial": trial, "size": ell,
                           **{key: figures[key] for key in _BY_SIZE if key in figures}})
-            if start is not None and start.history is None and ell == start.sizes:
+            if start is not None and start.made is None and ell == start.sizes:
                 gen.copy_cut(start.table, whole=True)
-                start.history = [dict(entry) for entry in history]
-                start.after = [dict(entry) for entry in after]
+                start.made = ([dict(entry) for entry in history],
+                              [dict(entry) for entry in after])
     finally:
         sampler.release()
     figures["rounds"] = history
