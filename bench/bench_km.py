@@ -347,6 +347,38 @@ def _size_row(cell: dict[str, Any], size: int, row: dict[str, Any], m: int) -> s
             f"{row['generalized_share']:.3f} | | | from the m = {m} run{trials} | | | |")
 
 
+def trial_spread(figures: dict[str, Any], sizes: list[int], m: int) -> list[str]:
+    """Per size up to ``m``, the first trial (what r = 1 would publish) and the range over
+    all trials of ``utility_by_size``: how much A^(r) gains over one trial (Sec. IV-D)."""
+    rows = figures.get("utility_by_size") or []
+    lines = []
+    for size in (s for s in sizes if s <= m):
+        at = [row for row in rows if row["size"] == size]
+        if len(at) < 2:
+            continue
+        first = min(at, key=lambda row: row["trial"])
+        labels = [row["published_labels"] for row in at]
+        geo = [row["geo_error"] for row in at]
+        lines.append(f"# m = {size}: trial 1 {first['published_labels']} partitions, "
+                     f"{first['geo_error']:.0f} m; over {len(at)} trials {min(labels)}-"
+                     f"{max(labels)} partitions, {min(geo):.0f}-{max(geo):.0f} m")
+    return lines
+
+
+def merged_points(points: list[dict[str, Any]], saved: Path) -> list[dict[str, Any]]:
+    """``points`` with those kept in ``saved`` from earlier runs (other σ, k or r), a point
+    of this run replacing a kept one of the same (σ, k, m, r); ``saved`` is rewritten, so
+    runs of one (σ, k) each build up one plot of the paper's grid."""
+    def key(point: dict[str, Any]) -> tuple[float, int, int, int]:
+        return (point["sigma"], point["k"], point["m"], point.get("trials", 1))
+
+    kept = {key(p): p for p in (json.loads(saved.read_text()) if saved.exists() else [])}
+    kept.update((key(p), p) for p in points)
+    merged = sorted(kept.values(), key=key)
+    saved.write_text(json.dumps(merged, indent=1) + "\n")
+    return merged
+
+
 def _urls(backends: list[str], pg_url: str | None,
           stack: contextlib.ExitStack) -> dict[str, str]:
     urls = {}
@@ -392,15 +424,16 @@ def plot_cdr(points: list[dict[str, Any]], target: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    series: dict[tuple[float, int], list[tuple[int, int, float]]] = {}
+    series: dict[tuple[float, int, int], list[tuple[int, int, float]]] = {}
     for point in points:
-        series.setdefault((point["sigma"], point["k"]), []).append(
+        series.setdefault((point["sigma"], point["k"], point.get("trials", 1)), []).append(
             (point["m"], point["labels"], point["geo"]))
-    for (sigma, k), values in sorted(series.items()):
+    for (sigma, k, trials), values in sorted(series.items()):
         values.sort()
         ms = [v[0] for v in values]
-        left.plot(ms, [v[1] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
-        right.plot(ms, [v[2] for v in values], marker="o", label=f"ours σ={sigma} k={k}")
+        label = f"ours σ={sigma} k={k} r={trials}"
+        left.plot(ms, [v[1] for v in values], marker="o", label=label)
+        right.plot(ms, [v[2] for v in values], marker="o", label=label)
     for sigma in (0.99, 0.999):
         ms = sorted(m for s, m in PAPER_FIG3 if s == sigma)
         left.plot(ms, [PAPER_FIG3[sigma, m][0] for m in ms], linestyle="--", marker="x",
@@ -460,7 +493,9 @@ def main() -> None:
                              "setanon_sql/synth/cdr.py, seed 1): --graph, --coordinates, "
                              "--error geo")
     parser.add_argument("--plot", type=Path, default=None,
-                        help="cdr cells: plot partitions and geo error against m to this PNG")
+                        help="cdr cells: plot partitions and geo error against m to this PNG; "
+                             "the points are kept beside it (.json) and runs of other (σ, k, "
+                             "--trials) add their series to the same plot")
     parser.add_argument("--certify", choices=("auto", "samples"), default="auto",
                         help="--certify of the sampled variant (auto: a size is certified by "
                              "enumeration where that is cheaper)")
@@ -518,12 +553,16 @@ def main() -> None:
                     for size, row in _best_after_sizes(result["figures"], sizes, m,
                                                        args.every_m):
                         points.append({"sigma": float(cell["sigma"]), "k": int(k), "m": size,
+                                       "trials": cell["trials"],
                                        "labels": row["published_labels"],
                                        "geo": row["geo_error"]})
                         if size != m:
                             print(_size_row(cell, size, row, m), flush=True)
+                    if args.every_m:
+                        for line in trial_spread(result["figures"], sizes, m):
+                            print(line, flush=True)
     if args.plot and points:
-        plot_cdr(points, args.plot)
+        plot_cdr(merged_points(points, args.plot.with_suffix(".json")), args.plot)
 
 
 if __name__ == "__main__":
