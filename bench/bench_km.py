@@ -437,9 +437,9 @@ def plot_cdr(points: list[dict[str, Any]], target: Path) -> None:
     for sigma in (0.99, 0.999):
         ms = sorted(m for s, m in PAPER_FIG3 if s == sigma)
         left.plot(ms, [PAPER_FIG3[sigma, m][0] for m in ms], linestyle="--", marker="x",
-                  label=f"paper σ={sigma} k=20")
+                  label=f"paper σ={sigma} k=20 r=10")
         right.plot(ms, [PAPER_FIG3[sigma, m][1] for m in ms], linestyle="--", marker="x",
-                   label=f"paper σ={sigma} k=20")
+                   label=f"paper σ={sigma} k=20 r=10")
     left.set(xlabel="m", ylabel="partitions (published labels)", title="partitions kept")
     right.set(xlabel="m", ylabel="average error (m)", title="geographic error")
     left.legend(fontsize=7)
