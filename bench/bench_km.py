@@ -331,11 +331,14 @@ def _best_after_sizes(figures: dict[str, Any], sizes: list[int], m: int,
     """(size, the trial of least geo error after it) for every size of ``sizes`` up to ``m``
     with ``every``, else for ``m`` only (from the run's ``utility_by_size``)."""
     rows = figures.get("utility_by_size") or [{"size": m, **figures}]
-    chosen = []
-    for size in (s for s in sizes if s <= m) if every else [m]:
-        at = [row for row in rows if row["size"] == size]
-        chosen.append((size, min(at, key=lambda row: row["geo_error"])))
-    return chosen
+    return [(size, min(at, key=lambda row: row["geo_error"]))
+            for size, at in _rows_by_size(rows, sizes if every else [m], m)]
+
+
+def _rows_by_size(rows: list[dict[str, Any]], sizes: list[int],
+                  m: int) -> list[tuple[int, list[dict[str, Any]]]]:
+    """Each size of ``sizes`` up to ``m`` with its rows of ``utility_by_size`` (one a trial)."""
+    return [(size, [row for row in rows if row["size"] == size]) for size in sizes if size <= m]
 
 
 def _size_row(cell: dict[str, Any], size: int, row: dict[str, Any], m: int) -> str:
@@ -350,18 +353,16 @@ def _size_row(cell: dict[str, Any], size: int, row: dict[str, Any], m: int) -> s
 def trial_spread(figures: dict[str, Any], sizes: list[int], m: int) -> list[str]:
     """Per size up to ``m``, the first trial (what r = 1 would publish) and the range over
     all trials of ``utility_by_size``: how much A^(r) gains over one trial (Sec. IV-D)."""
-    rows = figures.get("utility_by_size") or []
     lines = []
-    for size in (s for s in sizes if s <= m):
-        at = [row for row in rows if row["size"] == size]
+    for size, at in _rows_by_size(figures.get("utility_by_size") or [], sizes, m):
         if len(at) < 2:
             continue
         first = min(at, key=lambda row: row["trial"])
         labels = [row["published_labels"] for row in at]
         geo = [row["geo_error"] for row in at]
-        lines.append(f"# m = {size}: trial 1 {first['published_labels']} partitions, "
-                     f"{first['geo_error']:.0f} m; over {len(at)} trials {min(labels)}-"
-                     f"{max(labels)} partitions, {min(geo):.0f}-{max(geo):.0f} m")
+        lines.append(f"# m = {size}: trial {first['trial']} {first['published_labels']} "
+                     f"partitions, {first['geo_error']:.0f} m; over {len(at)} trials "
+                     f"{min(labels)}-{max(labels)} partitions, {min(geo):.0f}-{max(geo):.0f} m")
     return lines
 
 
@@ -370,7 +371,7 @@ def merged_points(points: list[dict[str, Any]], saved: Path) -> list[dict[str, A
     of this run replacing a kept one of the same (σ, k, m, r); ``saved`` is rewritten, so
     runs of one (σ, k) each build up one plot of the paper's grid."""
     def key(point: dict[str, Any]) -> tuple[float, int, int, int]:
-        return (point["sigma"], point["k"], point["m"], point.get("trials", 1))
+        return (point["sigma"], point["k"], point["m"], point["trials"])
 
     kept = {key(p): p for p in (json.loads(saved.read_text()) if saved.exists() else [])}
     kept.update((key(p), p) for p in points)
@@ -426,7 +427,7 @@ def plot_cdr(points: list[dict[str, Any]], target: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     series: dict[tuple[float, int, int], list[tuple[int, int, float]]] = {}
     for point in points:
-        series.setdefault((point["sigma"], point["k"], point.get("trials", 1)), []).append(
+        series.setdefault((point["sigma"], point["k"], point["trials"]), []).append(
             (point["m"], point["labels"], point["geo"]))
     for (sigma, k, trials), values in sorted(series.items()):
         values.sort()

@@ -123,9 +123,8 @@ class _ExactStart:
 
     Exact rounds use no randomness (ties go to the smaller ids), so every trial of A^(r)
     (Sec. V-B) reaches the same cut there; the paper's hybrid (exact for ℓ <= 4, Sec. VI-D)
-    with r = 10 would otherwise enumerate sizes 1..4 ten times. ``history`` holds those
-    rounds and the utility after each of those sizes (``made``) once the first trial has made
-    ``table``.
+    with r = 10 would otherwise enumerate sizes 1..4 ten times. Once the first trial has made
+    ``table``, ``made`` holds those sizes' rounds and the utility after each of them.
     """
 
     table: exp.Table
