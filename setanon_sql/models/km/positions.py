@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from setanon_sql.models.km.sampler import Sampler, SamplingWork, uniform
-from setanon_sql.sqlrender import with_alias
+from setanon_sql.sqlrender import union_all, with_alias
 
 
 def _int(value: int) -> exp.Expr:
@@ -72,13 +72,19 @@ class PositionSampler(Sampler):
                     if kept else t)
             query = exp.select(exp.Star(), exp.cast(pick, "BIGINT").as_(f"s{k}")).from_(
                 query.subquery("q"))
-        picked = exp.union(*(
-            exp.select("x.pid", "x.record_id", exp.column(f"s{k}", "x").as_("pos"))
-            .from_(query.subquery("x")) for k in range(1, ell + 1)), distinct=False) \
-            if ell > 1 else exp.select("x.pid", "x.record_id", exp.column("s1", "x").as_("pos")
-                                       ).from_(query.subquery("x"))
-        b.materialize(subs, exp.select("c.pid", "n.item_id")
-                      .from_(picked.subquery("c"))
-                      .join(with_alias(numbered, "n"),
-                            on=exp.condition("n.record_id = c.record_id AND n.pos = c.pos")),
-                      params)
+        # The positions are written once, then read by ℓ branches: a union over the chain as a
+        # subquery recomputed s_1..s_k in its k-th branch (ℓ(ℓ + 1) / 2 md5s a proposal, not ℓ;
+        # 1 M users, 2 M proposals of 5 items: 14.0 s, 6.4 s with the table; 1 M of 11 items:
+        # 34.9 s, 7.5 s).
+        positions = self.table("spos")
+        b.materialize(positions, query, params)
+        try:
+            picked = union_all([
+                exp.select("x.pid", "x.record_id", exp.column(f"s{k}", "x").as_("pos"))
+                .from_(with_alias(positions, "x")) for k in range(1, ell + 1)])
+            b.materialize(subs, exp.select("c.pid", "n.item_id")
+                          .from_(picked.subquery("c"))
+                          .join(with_alias(numbered, "n"),
+                                on=exp.condition("n.record_id = c.record_id AND n.pos = c.pos")))
+        finally:
+            b.drop_table(positions)
