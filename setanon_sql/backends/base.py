@@ -113,6 +113,14 @@ class Backend(ABC):
         """Drop ``table`` if it exists."""
         self.run(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
 
+    def replace_table(self, target: exp.Table, source: exp.Table) -> None:
+        """``target`` := ``source`` by renaming (``source`` is gone after): a table built as
+        "new = query(old)" under a work name takes the old one's name without copying its
+        rows. Both in setanon's schema; ``target`` is dropped first if it exists."""
+        self.drop_table(target)
+        self.run(exp.Alter(this=source.copy(), kind="TABLE", actions=[
+            exp.AlterRename(this=exp.Table(this=identifier(target.name)))]))
+
     def table_names(self, prefix: str) -> list[str]:
         """Names of the tables in setanon's schema that start with ``prefix``."""
         rows = self.query("tables_with_prefix", {"schema_name": self.schema})

@@ -345,6 +345,11 @@ class SparkBackend(Backend):
     def _call(self, tree: exp.Expr) -> None:
         self._timed(self.render(tree), None, fetch=False)
 
+    def replace_table(self, target: exp.Table, source: exp.Table) -> None:
+        """As the base, with the target named in full (the form the other renames here use)."""
+        self.drop_table(target)
+        self._rename(self._plain(source), self._plain(target))
+
     def _rename(self, source: exp.Table, target: exp.Table) -> None:
         self._timed(f"ALTER TABLE {source.sql(dialect=DIALECT)} RENAME TO "
                     f"{target.sql(dialect=DIALECT)}", None, fetch=False)

@@ -107,3 +107,32 @@ def test_tables_made_inside_working_tables_are_working_tables_and_only_those(
         assert persistence == {"inside": "u", "after": "p"}
     db.drop_table(inside)
     db.drop_table(after)
+
+
+def test_a_replaced_table_takes_the_new_rows_and_the_work_name_is_gone(
+        db: Backend, backend_name: str) -> None:
+    """km swaps a rebuilt working table in by renaming it (``replace_table``): the old rows
+    go, the new ones stay under the old name, the work name is free, and on PostgreSQL the
+    table is still a working table."""
+    def values(*rows: int) -> exp.Select:
+        return exp.select(exp.alias_(exp.column("n"), "x")).from_(
+            exp.values([(r,) for r in rows], alias="v", columns=["n"]))
+
+    tag = uuid.uuid4().hex[:8]
+    target, source = db.table(f"w_{tag}_old"), db.table(f"w_{tag}_new")
+    db.materialize(target, values(1, 2), working=True)
+    db.materialize(source, values(3, 4, 5), working=True)
+    db.replace_table(target, source)
+    assert sorted(db.query(exp.select("x").from_(target))) == [(3,), (4,), (5,)]
+    assert db.table_names(f"w_{tag}") == [f"w_{tag}_old"]
+    if backend_name == "postgres":
+        persistence = db.execute(
+            "SELECT relpersistence FROM pg_class WHERE oid = %(t)s::regclass",
+            {"t": target.sql(dialect="postgres")}, fetch=True)[0][0]
+        assert persistence == "u"
+    # the work name can be built again, and a missing target is no error
+    db.materialize(source, values(6), working=True)
+    db.drop_table(target)
+    db.replace_table(target, source)
+    assert db.query(exp.select("x").from_(target)) == [(6,)]
+    db.drop_table(target)

@@ -204,9 +204,7 @@ class McmcSampler:
 
     def _replace(self, table: exp.Table, new: exp.Table) -> None:
         """``table`` := the rows of ``new``; ``new`` is dropped."""
-        self.backend.drop_table(table)
-        self.backend.materialize(table, exp.select("*").from_(new.copy()))
-        self.backend.drop_table(new)
+        self.backend.replace_table(table, new)
 
     def _geweke(self, steps: int) -> float | None:
         """The batch z-score over steps ``steps // 2 + 1``..``steps`` (module docstring);

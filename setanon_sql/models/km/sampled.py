@@ -266,13 +266,10 @@ def _accepted_violators(gen: CutSearch, sampler: Sampler, pool: exp.Table, keys:
         if not sampler.accept_among(chosen, pool):
             return 0
         b.materialize(narrowed, "km_sample_keys_among", None, {"keys": keys, "samples": pool})
-        b.drop_table(keys)
-        b.materialize(keys, exp.select("*").from_(narrowed.copy()))
-        b.drop_table(narrowed)
+        b.replace_table(keys, narrowed)
         b.materialize(narrowed, "km_violations_among", None,
                       {"keys": keys, "violations": violations})
-        b.drop_table(violations)
-        b.materialize(violations, exp.select("*").from_(narrowed.copy()))
+        b.replace_table(violations, narrowed)
         return violating_count(b, violations)
     finally:
         b.drop_table(chosen)

@@ -284,10 +284,8 @@ class Sampler:
         b.materialize(merged, "km_sample_union", {"limit": have + missing},
                       {"samples": target, "fresh": fresh})
         self._drop_round()
-        for table in (fresh, target):
-            b.drop_table(table)
-        b.materialize(target, exp.select("*").from_(merged.copy()))
-        b.drop_table(merged)
+        b.drop_table(fresh)
+        b.replace_table(target, merged)
         return have + min(accepted, missing)
 
     # ---- proposals first: a pool that fails costs no support in D ----------------------------
@@ -360,9 +358,7 @@ class Sampler:
         else:
             b.materialize(merged, "km_kept_proposals", None,
                           {"kept": kept, "subs": self.table("subs")})
-            b.drop_table(kept)
-            b.materialize(kept, exp.select("*").from_(merged.copy()))
-            b.drop_table(merged)
+            b.replace_table(kept, merged)
             self._kept = ProposedPart(ell, self._kept.proposals + n, common)
         self._pending = None
         self._drop_round()
