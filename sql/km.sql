@@ -263,18 +263,6 @@ SELECT pid, item_id FROM (
 ) AS ranked
 WHERE r <= :ell
 
--- name: km_proposal_keys
--- (pid, vid): the proposals numbered by distinct itemset, so that each itemset's support is
--- counted once (an itemset is proposed in proportion to its support: frequent ones repeat).
-WITH keyed AS (
-    SELECT pid, string_agg(CAST(item_id AS TEXT), ',' ORDER BY item_id) AS ikey
-    FROM subs GROUP BY pid
-), ids AS (
-    SELECT ikey, CAST(row_number() OVER (ORDER BY min(pid)) AS BIGINT) AS vid
-    FROM keyed GROUP BY ikey
-)
-SELECT k.pid, i.vid FROM keyed AS k JOIN ids AS i ON i.ikey = k.ikey
-
 -- name: km_proposal_itemsets
 -- (vid, node_id): each distinct proposed itemset once, as the support plans expect it.
 SELECT DISTINCT pk.vid, s.item_id AS node_id FROM pkeys AS pk JOIN subs AS s ON s.pid = pk.pid

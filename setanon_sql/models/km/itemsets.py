@@ -88,6 +88,30 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
             .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k")))
 
 
+def set_ids(rows: exp.Table, owner: str, item: str, size: int) -> exp.Select:
+    """(``owner``, vid) from ``rows(owner, item)``, each owner holding at most ``size``
+    distinct items: owners holding the same set share a vid, the smallest owner holding it
+    (so sets are numbered in the order of their first owner, as by a rank of it).
+
+    The set is pivoted into ``size`` columns, smallest item first (NULL past its size), and
+    grouped by them. A key string per owner (string_agg ordered by item, then grouped) did
+    the same at 2.4x the time: 2 M proposals of 5 items at 1 M CDR-like users, 2.71 s against
+    1.15 s on DuckDB."""
+    own, it = exp.column(owner, quoted=True), exp.column(item, quoted=True)
+    rank = exp.Window(this=exp.RowNumber(), partition_by=[own.copy()],
+                      order=exp.Order(expressions=[exp.Ordered(this=it.copy())]))
+    ranked = exp.select(own.copy(), it.copy(), rank.as_("r", quoted=True)).from_(rows.copy())
+    slots = [exp.column(f"i{j}", quoted=True) for j in range(1, size + 1)]
+    pivoted = exp.select(own.copy(), *(
+        exp.func("max", exp.If(this=exp.column("r", quoted=True).eq(exp.Literal.number(j)),
+                               true=it.copy())).as_(slot.name, quoted=True)
+        for j, slot in enumerate(slots, start=1))).from_(ranked.subquery("r")).group_by(
+        own.copy())
+    first = exp.Window(this=exp.func("min", own.copy()), partition_by=slots)
+    return exp.select(own.copy(), exp.cast(first, "BIGINT").as_("vid", quoted=True)).from_(
+        pivoted.subquery("p"))
+
+
 def numbered_itemsets(counted: exp.Query, ell: int) -> exp.Select:
     """(vid, n1..nℓ, support) from the (n1..nℓ, support) rows of ``counted``, vid in itemset
     order."""

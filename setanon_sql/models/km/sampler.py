@@ -25,7 +25,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import WorkTooLargeError
 from setanon_sql.models.km.groupsupport import itemset_support
-from setanon_sql.models.km.itemsets import binomial
+from setanon_sql.models.km.itemsets import binomial, set_ids
 from setanon_sql.sqlrender import parsed
 
 _MAX_PROPOSALS = 2_000_000
@@ -250,8 +250,11 @@ class Sampler:
                       {**common, "first": first, "last": first + n - 1, "z": z, "nb": nb},
                       {"recb": self.table("recb")})
         self._subsets(ell, common, props, subs)
+        # (pid, vid): proposals of one itemset share a vid, so that each itemset's support is
+        # counted once (an itemset is proposed in proportion to its support: frequent ones
+        # repeat)
         pkeys = self.table("pkeys")
-        b.materialize(pkeys, "km_proposal_keys", None, {"subs": subs})
+        b.materialize(pkeys, set_ids(subs, "pid", "item_id", ell))
         b.materialize(self.table("pitems"), "km_proposal_itemsets", None,
                       {"pkeys": pkeys, "subs": subs})
         self.proposals += n
@@ -377,7 +380,7 @@ class Sampler:
         b, kept = self.backend, self.table("ksubs")
         keys, itemsets = self.table("pkeys"), self.table("pitems")
         try:
-            b.materialize(keys, "km_proposal_keys", None, {"subs": kept})
+            b.materialize(keys, set_ids(kept, "pid", "item_id", ell))
             b.materialize(itemsets, "km_proposal_itemsets", None, {"pkeys": keys, "subs": kept})
             accepted = int(b.scalar(statement("km_sample_accepted_count", ell, b), common,
                                     {"pkeys": keys, "support": self._supports()}))
