@@ -339,20 +339,14 @@ SELECT sid, item_id, supp FROM samples
 UNION ALL
 SELECT sid, item_id, supp FROM fresh WHERE sid <= :limit
 
--- name: km_sample_keys
--- (sid, vid, node_id): each sample's itemset generalized by the cut, a row per node; identical
--- generalized itemsets share a vid (numbered by their first sample).
-WITH sn AS (
-    SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
-), keyed AS (
-    SELECT sid, string_agg(CAST(node_id AS TEXT), ',' ORDER BY node_id) AS gkey
-    FROM sn GROUP BY sid
-), groups AS (
-    SELECT gkey, CAST(row_number() OVER (ORDER BY min(sid)) AS BIGINT) AS gid
-    FROM keyed GROUP BY gkey
-)
-SELECT sn.sid, g.gid AS vid, sn.node_id
-FROM sn JOIN keyed AS k ON k.sid = sn.sid JOIN groups AS g ON g.gkey = k.gkey
+-- name: km_sample_nodes
+-- (sid, node_id): the nodes of each sample's itemset generalized by the cut, each once (two
+-- items under one node make it shorter); sampled.group_samples numbers identical ones.
+SELECT DISTINCT s.sid, c.node_id FROM samples AS s JOIN cut AS c ON c.item_id = s.item_id
+
+-- name: km_sample_widest
+-- The most nodes a generalized sample holds (the width of its key, sampled.group_samples).
+SELECT max(n) FROM (SELECT count(*) AS n FROM nodes GROUP BY sid) AS w
 
 -- name: km_sample_groups
 -- The generalized sample itemsets (vid, node_id, n), one node per row; n = samples behind it.

@@ -106,7 +106,8 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
             got = sampler.draw(ell, min(VERIFY_PART, count - drawn), samples)
             if not got:
                 break
-            group_samples(backend, samples, cut, keys, groups)
+            group_samples(backend, samples, cut, keys, groups,
+                          _staging("gnodes", made, backend))
             group_violations(backend, groups, checked, k, violations,
                              lambda purpose: _staging(purpose, made, backend))
             bad += violating_count(backend, violations)

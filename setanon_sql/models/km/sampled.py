@@ -81,10 +81,12 @@ from setanon_sql.models.km.groupsupport import (
     record_count,
     record_slices,
 )
+from setanon_sql.models.km.itemsets import set_ids
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma, gamma_bound
 from setanon_sql.progress import report
+from setanon_sql.sqlrender import with_alias
 
 # The first pool of a size is drawn whole (up to MAX_PART): at a new size most samples
 # violate k, and the violating samples of a failed part are what steers the merges; with
@@ -134,9 +136,20 @@ class PoolRule:
 
 
 def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
-                  groups: exp.Table) -> None:
-    """keys(sid, vid, node_id) and groups(vid, node_id, n): the pool generalized by ``cut``."""
-    backend.materialize(keys, "km_sample_keys", None, {"samples": pool, "cut": cut})
+                  groups: exp.Table, nodes: exp.Table) -> None:
+    """keys(sid, vid, node_id) and groups(vid, node_id, n): the pool generalized by ``cut``,
+    identical generalized itemsets sharing a vid (:func:`.itemsets.set_ids`, as wide as the
+    longest generalized sample: verify reads a published map, which nothing here assumes to
+    give one node per item). ``nodes`` is a work table (dropped here)."""
+    backend.materialize(nodes, "km_sample_nodes", None, {"samples": pool, "cut": cut})
+    try:
+        widest = int(backend.scalar("km_sample_widest", None, {"nodes": nodes}) or 1)
+        ids = set_ids(nodes, "sid", "node_id", widest)
+        backend.materialize(keys, exp.select("n.sid", "i.vid", "n.node_id")
+                            .from_(with_alias(nodes, "n"))
+                            .join(ids.subquery("i"), on=exp.condition("i.sid = n.sid")))
+    finally:
+        backend.drop_table(nodes)
     backend.materialize(groups, "km_sample_groups", None, {"keys": keys})
 
 
@@ -213,7 +226,7 @@ class _Checker:
         gen, b = self.gen, self.gen.backend
         records = self._records()
         groups = gen.table("groups")
-        group_samples(b, pool, gen.cut, gen.table("skeys"), groups)
+        group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"))
         plan = group_violations(b, groups, records, self.k, gen.table("sviol"), gen.table)
         b.drop_table(groups)
         return violating_count(b, gen.table("sviol")), plan
