@@ -136,14 +136,17 @@ class PoolRule:
 
 
 def group_samples(backend: Backend, pool: exp.Table, cut: exp.Table, keys: exp.Table,
-                  groups: exp.Table, nodes: exp.Table) -> None:
+                  groups: exp.Table, nodes: exp.Table, widest: int | None = None) -> None:
     """keys(sid, vid, node_id) and groups(vid, node_id, n): the pool generalized by ``cut``,
-    identical generalized itemsets sharing a vid (:func:`.itemsets.set_ids`, as wide as the
-    longest generalized sample: verify reads a published map, which nothing here assumes to
-    give one node per item). ``nodes`` is a work table (dropped here)."""
+    identical generalized itemsets sharing a vid (:func:`.itemsets.set_ids`, as wide as
+    ``widest``, the most nodes a generalized sample can hold). The search's own cut gives one
+    node per item, so it passes ℓ; verify reads a published map, which nothing here assumes to
+    give one node per item, so without ``widest`` the widest generalized sample is counted.
+    ``nodes`` is a work table (dropped here)."""
     backend.materialize(nodes, "km_sample_nodes", None, {"samples": pool, "cut": cut})
     try:
-        widest = int(backend.scalar("km_sample_widest", None, {"nodes": nodes}) or 1)
+        if widest is None:
+            widest = int(backend.scalar("km_sample_widest", None, {"nodes": nodes}) or 1)
         ids = set_ids(nodes, "sid", "node_id", widest)
         backend.materialize(keys, exp.select("n.sid", "i.vid", "n.node_id")
                             .from_(with_alias(nodes, "n"))
@@ -166,6 +169,7 @@ class _Checker:
 
     gen: CutSearch
     k: int
+    ell: int  # the samples' size: a generalized sample holds at most ℓ nodes (one per item)
     version: int = -1
     generalized: exp.Table | None = None
     lengths_of: tuple[int, list[tuple[int, int]]] | None = None
@@ -226,7 +230,8 @@ class _Checker:
         gen, b = self.gen, self.gen.backend
         records = self._records()
         groups = gen.table("groups")
-        group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"))
+        group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"),
+                      widest=self.ell)
         plan = group_violations(b, groups, records, self.k, gen.table("sviol"), gen.table)
         b.drop_table(groups)
         return violating_count(b, gen.table("sviol")), plan
@@ -298,7 +303,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     """
     b = gen.backend
     rule = PoolRule(gamma(sigma))
-    checker = _Checker(gen, k)
+    checker = _Checker(gen, k, ell)
     exact = ExactCheck(gen, ell, k, sigma) if certify == "auto" else None
     pool, keys, violations = gen.table("samples"), gen.table("skeys"), gen.table("sviol")
     narrowed = gen.table("snarrow")
