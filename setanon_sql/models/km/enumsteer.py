@@ -26,10 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlglot import exp
-
 from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound, enumeration_rows
-from setanon_sql.models.km.itemsets import untouched_image_rows, violating_image_rows
+from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.progress import report_shrinking
 
 
@@ -40,15 +38,16 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
     (None: the rounds made so far are in ``exact.steered``; the caller samples on).
 
     The first round enumerates every record; each later one only what the merges changed
-    (:func:`_next_images`)."""
+    (:class:`.imagetrack.ImageTracker`)."""
     gen, b, ell = exact.gen, exact.gen.backend, exact.ell
-    counts, prevcut = gen.table("gcount"), gen.table("vprevcut")
-    images: exp.Table | None = None
+    counts = gen.table("gcount")
+    # Steering's bound below size ℓ is Σ C(cover, ℓ): one binomial a row (module docstring).
+    tracker = ImageTracker(gen, ell, exact.k, cover_bound=True, prefix="v")
     history = exact.steered
     rows = 0
     try:
         while True:
-            if images is None:
+            if not tracker.started:
                 # The first round enumerates <R, D> of every record; merges only coarsen the
                 # cut, so no record gets longer in nodes: its row count bounds every later
                 # round's (it is asked once per size).
@@ -58,59 +57,29 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                     b.query("km_group_record_lengths", None, {"gr": counts}), ell)
                 if rows > budget:
                     return None
-                images = gen.table("vimages0")
-                b.materialize(images, violating_image_rows(counts, ell), {"k": exact.k})
+                images = tracker.start(counts)
                 b.drop_table(counts)
             else:
-                images = _next_images(exact, images, prevcut, len(history))
+                images = tracker.advance()
             exact.tries += 1
-            found, total = b.query(
-                exp.select(exp.func("count", exp.Star()),
-                           exp.func("coalesce", exp.func("sum", exp.column("x", quoted=True)),
-                                    exp.Literal.number(0.0))).from_(images.copy()))[0]
+            found, total = tracker.tally()
             share = 0.0
             if found:
                 floor = exact.floor()
-                share = min(1.0, float(total) / floor) if floor else 1.0
-            first = history[0]["violating_images"] if history else int(found)
+                share = min(1.0, total / floor) if floor else 1.0
+            first = history[0]["violating_images"] if history else found
             report_shrinking("search", f"violating images of {ell}-itemsets", first,
-                             int(found), len(history) + 1)
-            if exact.record(ShareBound(rows, int(found), share)):
+                             found, len(history) + 1)
+            if exact.record(ShareBound(rows, found, share)):
                 history.append({"size": ell, "certified_by": "exact", "clean_samples": 0,
                                 "steered_by": "enumeration", "steering_rounds": len(history),
                                 **exact.figures()})
                 return history
-            gen.copy_cut(prevcut)
             merges = gen.merge_images(images, ell, error, batch)
-            history.append({"size": ell, "violating_images": int(found), "share_bound": share,
+            history.append({"size": ell, "violating_images": found, "share_bound": share,
                             "merges": merges, "steered_by": "enumeration"})
             if not merges:
                 raise gen.no_merge_error(exact.k)
     finally:
-        for table in (counts, prevcut, *([images] if images is not None else [])):
-            b.drop_table(table)
-
-
-def _next_images(exact: ExactCheck, images: exp.Table, prevcut: exp.Table,
-                 round_no: int) -> exp.Table:
-    """The violating images under the current cut, from those under the previous one
-    (``images``, dropped here) and the cut before the merges (``prevcut``).
-
-    An image whose nodes all hold the same items under both cuts has the same holders, so the
-    same support, covers and bound: it is kept as it was. Every other image holds a changed
-    node, so all its holders are records holding one: only those records are enumerated, and
-    only their itemsets with a changed node. The union is what enumerating every record would
-    give (a test compares them), at a fraction of the rows once the merges get few.
-    """
-    gen, b, ell = exact.gen, exact.gen.backend, exact.ell
-    changed, touched = gen.table("vchanged"), gen.table("vtouched")
-    nxt = gen.table(f"vimages{round_no}")
-    try:
-        gen.touched_since(prevcut, changed, touched)
-        b.materialize(nxt, exp.union(untouched_image_rows(images, changed, ell),
-                                     violating_image_rows(touched, ell, touching="fresh"),
-                                     distinct=False), {"k": exact.k})
-    finally:
-        for table in (changed, touched, images):
-            b.drop_table(table)
-    return nxt
+        b.drop_table(counts)
+        tracker.drop()

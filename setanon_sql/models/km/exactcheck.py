@@ -58,6 +58,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
+from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.models.km.itemsets import binomial, image_violations, itemset_occurrences
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.sqlrender import with_alias
@@ -207,32 +208,57 @@ class ExactCheck:
     tries: int = 0
     found_violations: int = 0  # tries that decided nothing (then sampling went on)
     bounded: int = 0  # certificates with violating images whose share is provably <= ε
-    rows: int = 0  # rows enumerated by all tries (an upper bound where .enumsteer counted)
+    rows: int = 0  # rows a full enumeration of each try's cut costs (an upper bound)
     last: dict[str, float] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)  # omega_floor, once per size
     steered: list[dict[str, Any]] = field(default_factory=list)  # rounds of .enumsteer
+    tracker: ImageTracker | None = None  # the violating images of the last try
+    pending_rows: int = 0  # what a full enumeration of the cut :meth:`worth` priced costs
 
     def worth(self, generalized_lengths: list[tuple[int, int]], samples: int) -> bool:
-        """Whether to try the check on the current cut before drawing ``samples`` samples."""
+        """Whether to try the check on the current cut before drawing ``samples`` samples.
+
+        Priced as a full enumeration, though a try after the first enumerates only the records
+        the merges since touched (:meth:`certifies`): the price bounds what it costs."""
         if self.tried_version == self.gen.version:
             return False
-        rows = enumeration_rows(generalized_lengths, self.ell)
-        return rows <= min(MAX_EXACT_ROWS, ROW_COST * samples)
+        self.pending_rows = enumeration_rows(generalized_lengths, self.ell)
+        return self.pending_rows <= min(MAX_EXACT_ROWS, ROW_COST * samples)
 
     def certifies(self) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
-        is provably <= ε (zero violating images, or the bound of the module docstring)."""
+        is provably <= ε (zero violating images, or the bound of the module docstring).
+
+        The violating images are kept between tries (:class:`.imagetrack.ImageTracker`): the
+        first try enumerates every record, a later one only the records holding a node the
+        merges since changed. The images, and so the decision, are those of a full
+        enumeration of the current cut (tests compare them)."""
         gen, b = self.gen, self.gen.backend
         self.tries += 1
-        counts = gen.table("gcount")
-        b.materialize(counts, "km_generalized_counts", None,
-                      {"items": gen.items, "cut": gen.cut})
-        try:
-            found = share_bound(b, counts, gen.items, self.ell, self.k, gen.table("omega"),
-                                self.floors)
-        finally:
-            b.drop_table(counts)
-        return self.record(found)
+        if self.tracker is None:
+            self.tracker = ImageTracker(gen, self.ell, self.k, cover_bound=False, prefix="c")
+        if self.tracker.started:
+            self.tracker.advance()
+        else:
+            counts = gen.table("gcount")
+            b.materialize(counts, "km_generalized_counts", None,
+                          {"items": gen.items, "cut": gen.cut})
+            try:
+                self.tracker.start(counts)
+            finally:
+                b.drop_table(counts)
+        found, total = self.tracker.tally()
+        share = 0.0
+        if found:
+            floor = self.floor()
+            share = min(1.0, total / floor) if floor else 1.0
+        return self.record(ShareBound(self.pending_rows, found, share))
+
+    def drop(self) -> None:
+        """Drop the kept images (the caller is done with this size)."""
+        if self.tracker is not None:
+            self.tracker.drop()
+            self.tracker = None
 
     def record(self, found: ShareBound) -> bool:
         """Count a try on the current cut (made here or by :mod:`.enumsteer`) and say whether

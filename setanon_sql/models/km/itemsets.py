@@ -338,9 +338,11 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Se
     return exp.select(*columns).from_(per_image.subquery("v"))
 
 
-def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None) -> exp.Select:
+def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None,
+                         cover_bound: bool = True) -> exp.Select:
     """(size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
-    (:func:`violating_images`, x bounded by cover below size ℓ), one per row with NULL past its
+    (:func:`violating_images`; below size ℓ, x is bounded by cover with ``cover_bound``, else
+    the inclusion-exclusion count of :func:`image_violations`), one per row with NULL past its
     size. One row per image, so count(*) counts the images and sum(x) is the certificate's
     bound; the merge step reads the nodes from the columns (:func:`choose_image_merges`), or
     one per row (:func:`image_nodes`). ``touching``: only the images holding a flagged node
@@ -352,7 +354,7 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
                  for j in range(1, ell + 1)]
         parts.append(exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
                                 exp.column("x", quoted=True))
-                     .from_(violating_images(table, size, ell, cover_bound=True,
+                     .from_(violating_images(table, size, ell, cover_bound=cover_bound,
                                              touching=touching).subquery(f"v{size}")))
     query = union_all(parts)
     return exp.select(exp.Star()).from_(query.subquery("u"))

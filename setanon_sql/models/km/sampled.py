@@ -414,5 +414,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
         if isinstance(sampler, Sampler):
             sampler.discard()  # proposals a certificate made needless, or a failed statement's
         checker.drop()
+        if exact is not None:
+            exact.drop()
         for table in (pool, narrowed, keys, violations):
             b.drop_table(table)
