@@ -395,6 +395,24 @@ GROUP BY g.record_id
 -- How many records of km_group_lengths have each length.
 SELECT len, count(*) AS records FROM lengths GROUP BY len
 
+-- name: km_record_shapes
+-- (record_id, shape_id): records of <R, D> (counts, km_generalized_counts) holding the same set
+-- of nodes share a shape, numbered by the smallest of them (shapes.py: an itemset's support is
+-- the records of the shapes holding it, so each shape's itemsets are enumerated once).
+WITH keyed AS (
+    SELECT record_id, string_agg(CAST(node_id AS TEXT), ',' ORDER BY node_id) AS skey
+    FROM counts GROUP BY record_id
+)
+SELECT record_id, min(record_id) OVER (PARTITION BY skey) AS shape_id FROM keyed
+
+-- name: km_shape_nodes
+-- (record_id, node_id, w): the nodes of each shape (under the id of its smallest record), w =
+-- the records holding exactly that set (members: km_record_shapes).
+SELECT g.record_id, g.node_id, s.w
+FROM counts AS g
+JOIN (SELECT shape_id, count(*) AS w FROM members GROUP BY shape_id) AS s
+    ON s.shape_id = g.record_id
+
 -- name: km_group_record_lengths
 -- How many restricted records have each length: Σ C(len, s) is the enumeration's row count.
 SELECT len, count(*) AS records

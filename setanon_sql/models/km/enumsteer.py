@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound, enumeration_rows
+from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound
 from setanon_sql.models.km.imagetrack import ImageTracker
+from setanon_sql.models.km.itemsets import enumeration_rows
 from setanon_sql.progress import report_shrinking
 
 

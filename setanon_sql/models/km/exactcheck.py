@@ -44,12 +44,17 @@ When: the check enumerates Σ_r Σ_{j <= ℓ} C(|g_r|, j) rows (|g_r| = nodes of
 cut), known before it runs from one aggregate of <R, D>. It runs when that is below
 ROW_COST × the samples the pool would draw next, and at most MAX_EXACT_ROWS. On a fine cut
 (long generalized records) it is skipped; as merges shorten the records it becomes cheap, and
-at σ = 0.999 (5,866,617 samples per pool) it is cheap long before the pool would be.
+at σ = 0.999 (5,866,617 samples per pool) it is cheap long before the pool would be. That price
+is a full enumeration's; only the first try of a size pays it. The violating images are kept
+(:class:`.imagetrack.ImageTracker`), and a later try, on a cut the merges changed since,
+enumerates only the records holding a changed node (the images are those of a full
+enumeration: tests compare them).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
@@ -59,8 +64,14 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.imagetrack import ImageTracker
-from setanon_sql.models.km.itemsets import binomial, image_violations, itemset_occurrences
+from setanon_sql.models.km.itemsets import (
+    binomial,
+    enumeration_rows,
+    image_violations,
+    itemset_occurrences,
+)
 from setanon_sql.models.km.samplesize import gamma_bound
+from setanon_sql.models.km.shapes import drop_shapes, record_shapes
 from setanon_sql.sqlrender import with_alias
 
 # Enumerated itemset rows that cost about as much as drawing and checking one sample (rejection
@@ -68,12 +79,6 @@ from setanon_sql.sqlrender import with_alias
 # on BMS-WebView-2 (DuckDB, 2 cores): see BENCHMARKS.md, σ-k^m at scale.
 ROW_COST = 200
 MAX_EXACT_ROWS = 200_000_000  # one check's self-join rows (its memory)
-
-
-def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
-    """Σ over records of Σ_{j <= ℓ} C(|g_r|, j), from (length, records) pairs."""
-    return sum(int(n) * comb(int(length), j)
-               for length, n in lengths for j in range(1, ell + 1))
 
 
 # |Ω^ℓ| is counted exactly (distinct ℓ-itemsets of D) when that enumerates at most OMEGA_ROWS
@@ -161,23 +166,30 @@ class ShareBound:
 
 
 def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict[int, int],
-                 scratch: exp.Table, floors: dict[int, int] | None = None
+                 scratch: exp.Table, floors: dict[int, int] | None = None,
+                 shape_table: Callable[[str], exp.Table] | None = None
                  ) -> dict[int, ShareBound]:
     """For each size ℓ of ``ks`` (ℓ -> k_ℓ): enumerate the violating images of ℓ-itemsets in
     ``counts(record_id, node_id, c)`` (the generalized records with items per node,
     ``km_generalized_counts``) and bound their share of Ω^ℓ of ``items`` (module docstring).
     Each itemset size is enumerated once for every ℓ at once. ``floors`` keeps
     :func:`omega_floor` per ℓ between calls on the same ``items``; ``scratch`` is its work
-    table."""
+    table. With ``shape_table`` (names of work tables), the itemsets are enumerated over the
+    records' distinct node sets where that saves rows (:mod:`.shapes`; the same figures)."""
     lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
     images, bound = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0)
-    for size in range(max(ks), 0, -1):
-        ells = sorted(ell for ell in ks if ell >= size)
-        row = backend.query(image_violations(counts, size, ells),
-                            {f"k{ell}": ks[ell] for ell in ells})[0]
-        for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
-            images[ell] += int(found)
-            bound[ell] += float(itemsets or 0.0)
+    shapes = (record_shapes(backend, counts, max(ks), shape_table)
+              if shape_table is not None else None)
+    try:
+        for size in range(max(ks), 0, -1):
+            ells = sorted(ell for ell in ks if ell >= size)
+            row = backend.query(image_violations(counts, size, ells, shapes),
+                                {f"k{ell}": ks[ell] for ell in ells})[0]
+            for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
+                images[ell] += int(found)
+                bound[ell] += float(itemsets or 0.0)
+    finally:
+        drop_shapes(backend, shapes)
     floors = {} if floors is None else floors
     found_bounds = {}
     for ell in ks:

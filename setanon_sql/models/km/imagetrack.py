@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import untouched_image_rows, violating_image_rows
+from setanon_sql.models.km.shapes import drop_shapes, record_shapes
 
 
 @dataclass
@@ -45,11 +46,15 @@ class ImageTracker:
         return self.images is not None
 
     def start(self, counts: exp.Table) -> exp.Table:
-        """Enumerate every record of ``counts`` (``km_generalized_counts`` of the current cut)."""
-        images = self._table("images")
-        self.gen.backend.materialize(
-            images, violating_image_rows(counts, self.ell, cover_bound=self.cover_bound),
-            {"k": self.k})
+        """Enumerate every record of ``counts`` (``km_generalized_counts`` of the current cut),
+        by its distinct node sets where they save rows (:mod:`.shapes`)."""
+        images, b = self._table("images"), self.gen.backend
+        shapes = record_shapes(b, counts, self.ell, self._table)
+        try:
+            b.materialize(images, violating_image_rows(
+                counts, self.ell, cover_bound=self.cover_bound, shapes=shapes), {"k": self.k})
+        finally:
+            drop_shapes(b, shapes)
         return self._made(images)
 
     def advance(self) -> exp.Table:
@@ -87,6 +92,7 @@ class ImageTracker:
         return int(found), float(total)
 
     def drop(self) -> None:
-        for purpose in ("images", "imagecut", "next", "changed", "touched"):
+        for purpose in ("images", "imagecut", "next", "changed", "touched", "shapes",
+                        "members"):
             self.gen.backend.drop_table(self._table(purpose))
         self.images = None

@@ -7,6 +7,8 @@ itemset are joined in increasing id order, so every itemset of a record appears 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import comb
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -15,6 +17,22 @@ from setanon_sql.sqlrender import identifier, union_all, with_alias
 
 def _col(alias: str, name: str) -> exp.Column:
     return exp.Column(this=identifier(name), table=identifier(alias))
+
+
+class RecordShapes(NamedTuple):
+    """The records' distinct node sets (:mod:`.shapes`): ``shapes(record_id, node_id, w)``
+    holds each set once, under the id of its smallest record, w = its records;
+    ``members(record_id, shape_id)`` gives every record's set."""
+
+    shapes: exp.Table
+    members: exp.Table
+
+
+def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
+    """Σ over records of Σ_{j <= ℓ} C(|g_r|, j), from (length, records) pairs: the rows that
+    enumerating every itemset of up to ℓ nodes of every record reads."""
+    return sum(int(n) * comb(int(length), j)
+               for length, n in lengths for j in range(1, ell + 1))
 
 
 def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
@@ -31,6 +49,38 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
                       _col(alias, item) > _col(previous, item))
         query = query.join(with_alias(table, alias), on=on)
         query = query.select(_col(alias, item).as_(f"n{j}", quoted=True))
+    return query
+
+
+def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
+                      below: exp.Expr) -> exp.Select:
+    """:func:`itemset_occurrences` of ``counts`` (record_id, node_id, c) for the itemsets whose
+    support is under ``below`` only, the records' rows of ``counts`` under the aliases g1..g_size
+    as there: the itemsets of each distinct node set are enumerated once and their supports
+    summed over the sets' weights (:mod:`.shapes`), and the itemsets under ``below`` are
+    matched back to the records holding them."""
+    nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
+    occurrences = itemset_occurrences(shapes.shapes, size).select(
+        _col("g1", "w").as_("w", quoted=True))
+    support = exp.Window(this=exp.func("sum", exp.column("w", quoted=True)),
+                         partition_by=[n.copy() for n in nodes])
+    weighted = exp.select(exp.column("record_id", quoted=True).as_("shape_id", quoted=True),
+                          *nodes, support.as_("support", quoted=True)).from_(
+        occurrences.subquery("o"))
+    rare = (exp.select(exp.column("shape_id", quoted=True), *(n.copy() for n in nodes))
+            .from_(weighted.subquery("s"))
+            .where(exp.column("support", quoted=True) < below))
+    query = (exp.select(_col("m", "record_id").as_("record_id", quoted=True),
+                        *(_col("v", f"n{j}").as_(f"n{j}", quoted=True)
+                          for j in range(1, size + 1)))
+             .from_(rare.subquery("v"))
+             .join(with_alias(shapes.members, "m"),
+                   on=_col("m", "shape_id").eq(_col("v", "shape_id"))))
+    for j in range(1, size + 1):
+        alias = f"g{j}"
+        query = query.join(with_alias(counts, alias), on=exp.and_(
+            _col(alias, "record_id").eq(_col("m", "record_id")),
+            _col(alias, "node_id").eq(_col("v", f"n{j}"))))
     return query
 
 
@@ -266,7 +316,8 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
 
 
 def violating_images(table: exp.Table, size: int, ell: int,
-                     cover_bound: bool = False, touching: str | None = None) -> exp.Select:
+                     cover_bound: bool = False, touching: str | None = None,
+                     shapes: RecordShapes | None = None) -> exp.Select:
     """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
     counts the record's original items under the node) with support in [1, :k) and a holder
     with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
@@ -275,8 +326,11 @@ def violating_images(table: exp.Table, size: int, ell: int,
     several records is counted once per holder). With ``cover_bound``, x of an image smaller
     than ℓ is Σ C(cover, ℓ) instead, a larger upper bound (every ℓ-subset of the holder's items
     under G's nodes) at one binomial per row instead of 2^size - 1. ``touching``: only the
-    images holding a node flagged in that column (:func:`itemset_occurrences`)."""
-    occurrences = itemset_occurrences(table, size, touching=touching)
+    images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
+    enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows."""
+    assert shapes is None or touching is None
+    occurrences = (itemset_occurrences(table, size, touching=touching) if shapes is None
+                   else shape_occurrences(table, shapes, size, exp.Placeholder(this="k")))
     counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
@@ -299,20 +353,24 @@ def violating_images(table: exp.Table, size: int, ell: int,
                 >= exp.Literal.number(ell))))
 
 
-def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Select:
+def image_violations(table: exp.Table, size: int, ells: Sequence[int],
+                     shapes: RecordShapes | None = None) -> exp.Select:
     """(images, itemsets) for each ℓ of ``ells`` (each >= ``size``), in that order: how many
     :func:`violating_images` of this size there are for ℓ (support below ``:k<ℓ>``, e.g.
     ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
-    verify checks several sizes on one cut, which used to enumerate each size once per ℓ."""
+    verify checks several sizes on one cut, which used to enumerate each size once per ℓ.
+    ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`)."""
     assert ells and min(ells) >= size
-    occurrences = itemset_occurrences(table, size)
+    ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
+    loosest = ks[0].copy() if len(ks) == 1 else exp.func("greatest", *(k.copy() for k in ks))
+    occurrences = (itemset_occurrences(table, size) if shapes is None
+                   else shape_occurrences(table, shapes, size, loosest))
     counts = [_col(f"g{j}", "c") for j in range(1, size + 1)]
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     cover = _cover(counts)
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
           for ell in ells]
     support, widest = (exp.column(name, quoted=True) for name in ("support", "cover"))
-    ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
     per_image = (
         exp.select(exp.func("count", exp.Star()).as_("support", quoted=True),
                    exp.func("max", exp.column("cover", quoted=True)).as_("cover", quoted=True),
@@ -323,8 +381,7 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Se
                .subquery("o"))
         .group_by(*nodes)
         # the loosest of the conditions below, to keep few groups
-        .having(exp.func("count", exp.Star())
-                < (ks[0].copy() if len(ks) == 1 else exp.func("greatest", *ks))))
+        .having(exp.func("count", exp.Star()) < loosest.copy()))
     columns: list[exp.Expr] = []
     for (ell, _), k in zip(xs, ks, strict=True):
         # a holder with >= ℓ items under the nodes (always true at ℓ = size)
@@ -339,7 +396,8 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int]) -> exp.Se
 
 
 def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None,
-                         cover_bound: bool = True) -> exp.Select:
+                         cover_bound: bool = True,
+                         shapes: RecordShapes | None = None) -> exp.Select:
     """(size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
     (:func:`violating_images`; below size ℓ, x is bounded by cover with ``cover_bound``, else
     the inclusion-exclusion count of :func:`image_violations`), one per row with NULL past its
@@ -355,7 +413,8 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
         parts.append(exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
                                 exp.column("x", quoted=True))
                      .from_(violating_images(table, size, ell, cover_bound=cover_bound,
-                                             touching=touching).subquery(f"v{size}")))
+                                             touching=touching, shapes=shapes)
+                            .subquery(f"v{size}")))
     query = union_all(parts)
     return exp.select(exp.Star()).from_(query.subquery("u"))
 

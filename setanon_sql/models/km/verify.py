@@ -28,10 +28,9 @@ from setanon_sql.models.km.exactcheck import (
     MAX_EXACT_ROWS,
     ROW_COST,
     ShareBound,
-    enumeration_rows,
     share_bounds,
 )
-from setanon_sql.models.km.itemsets import violation_count
+from setanon_sql.models.km.itemsets import enumeration_rows, violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
@@ -139,7 +138,8 @@ def enumerated_shares(backend: Backend, original: dict[str, Any],
                  if enumeration_rows(lengths, ell) <= min(MAX_EXACT_ROWS, ROW_COST * samples)}
         if not cheap:
             return {}
-        return share_bounds(backend, counts, original["items"], cheap, scratch)
+        return share_bounds(backend, counts, original["items"], cheap, scratch,
+                            shape_table=lambda p: backend.table(staging_table(f"ve{p}")))
     finally:
         for table in (cut, counts, scratch):
             backend.drop_table(table)
