@@ -64,10 +64,7 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                 images = tracker.advance()
             exact.tries += 1
             found, total = tracker.tally()
-            share = 0.0
-            if found:
-                floor = exact.floor()
-                share = min(1.0, total / floor) if floor else 1.0
+            share = exact.share(found, total)
             first = history[0]["violating_images"] if history else found
             report_shrinking("search", f"violating images of {ell}-itemsets", first,
                              found, len(history) + 1)

@@ -260,11 +260,16 @@ class ExactCheck:
             finally:
                 b.drop_table(counts)
         found, total = self.tracker.tally()
-        share = 0.0
-        if found:
-            floor = self.floor()
-            share = min(1.0, total / floor) if floor else 1.0
-        return self.record(ShareBound(self.pending_rows, found, share))
+        return self.record(ShareBound(self.pending_rows, found, self.share(found, total)))
+
+    def share(self, images: int, itemsets: float) -> float:
+        """The bound on the violating share of Ω^ℓ from ``images`` violating images standing
+        for at most ``itemsets`` ℓ-itemsets (their Σ x): 0 without one, else over
+        :func:`omega_floor`."""
+        if not images:
+            return 0.0
+        floor = self.floor()
+        return min(1.0, itemsets / floor) if floor else 1.0
 
     def drop(self) -> None:
         """Drop the kept images (the caller is done with this size)."""
