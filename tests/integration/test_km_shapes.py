@@ -1,7 +1,6 @@
 """Enumerating the records' distinct node sets (models/km/shapes.py) against enumerating the
 records: the violating images, their bounds, and verify's per-size figures must be the same
-rows, on every backend, for several cuts; the sample check's enumeration plan over the sets
-must find the brute-force violations; and the sets are used only where they save rows.
+rows, on every backend, for several cuts; and the sets are used only where they save rows.
 
 The record enumeration is itself checked against the brute-force oracle in
 test_km_exactcheck.py, so equality here carries that check over.
@@ -10,23 +9,18 @@ test_km_exactcheck.py, so equality here carries that check over.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km import groupsupport
 from setanon_sql.models.km import shapes as shapes_module
 from setanon_sql.models.km.exactcheck import share_bounds
-from setanon_sql.models.km.groupsupport import group_violations
-from setanon_sql.models.km.itemsets import RecordShapes, image_violations, violating_image_rows
+from setanon_sql.models.km.itemsets import image_violations, violating_image_rows
 from setanon_sql.models.km.shapes import drop_shapes, record_shapes
 from tests.integration.test_km import random_case
 from tests.integration.test_km_exactcheck import _cut
-from tests.integration.test_km_groupsupport import _brute_force, _random_case
-from tests.integration.test_rho_blocking import values_table
 
 
 def _counts(db: Backend, tmp_path: Path, seed: int, nodes: int) -> tuple[exp.Table, exp.Table]:
@@ -115,34 +109,3 @@ def test_node_sets_are_not_used_where_they_save_too_few_rows(db: Backend,
     drop_shapes(db, found)
     for table in (fine, coarse):
         db.drop_table(table)
-
-
-@pytest.mark.usefixtures("always_shapes")
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.on_spark(seeds=[1])
-def test_group_supports_by_node_sets_agree_with_brute_force(
-        db: Backend, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check's enumeration plan over the records' distinct node sets (weighted)."""
-    used: list[bool] = []
-
-    def spy(*args: Any, **kwargs: Any) -> RecordShapes | None:
-        found = record_shapes(*args, **kwargs)
-        used.append(found is not None)
-        return found
-
-    monkeypatch.setattr(groupsupport, "record_shapes", spy)
-    g_rows, group_rows = _random_case(seed, 4)
-    # every record twice more under new ids: node sets repeat, as on a coarse cut
-    g_rows += [(record + 100 * copy, node) for copy in (1, 2) for record, node in g_rows]
-    g = values_table(db, "t_g", "record_id, node_id", g_rows)
-    groups = values_table(db, "t_groups", "vid, node_id, n", group_rows)
-    target = db.table("t_viol")
-    assert group_violations(db, groups, g, 18, target,
-                            lambda purpose: db.table(f"t_{purpose}"), "enumerate") == "enumerate"
-    got = {tuple(int(v) for v in row)
-           for row in db.query(exp.select("vid", "node_id", "n").from_(target))}
-    expected = _brute_force(g_rows, group_rows, 18)
-    assert expected, "the case should have violating groups"
-    assert got == expected
-    assert used == [True]
-    assert sorted(db.table_names("t_")) == ["t_g", "t_groups", "t_viol"]

@@ -50,7 +50,6 @@ from setanon_sql.models.km.itemsets import (
     prefix_supports,
     rarest_first_rows,
 )
-from setanon_sql.models.km.shapes import drop_shapes, record_shapes
 
 
 class PlanCosts(NamedTuple):
@@ -180,16 +179,7 @@ def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
         backend.materialize(restricted, "km_group_records", None,
                             {"groups": itemsets, "g": records})
         backend.materialize(rows, itemset_rows(itemsets, max(costs.sizes)))
-        # Records holding the same nodes (of the itemsets') are enumerated once, weighted,
-        # where that saves half the rows (:mod:`.shapes`).
-        shapes = record_shapes(backend, restricted, max(costs.sizes),
-                               lambda purpose: work(f"g{purpose}"))
-        try:
-            backend.materialize(target, itemset_supports(
-                restricted if shapes is None else shapes.shapes, rows, costs.sizes,
-                weighted=shapes is not None))
-        finally:
-            drop_shapes(backend, shapes)
+        backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
         return "enumerate"
     finally:
         for table in (ids, lengths, restricted, rows):

@@ -245,27 +245,19 @@ def itemset_rows(groups: exp.Table, ell: int) -> exp.Select:
             .from_(ranked.subquery("r")).group_by(exp.column("vid", quoted=True)))
 
 
-def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int],
-                     weighted: bool = False) -> exp.Select:
+def itemset_supports(records: exp.Table, rows: exp.Table, sizes: list[int]) -> exp.Select:
     """(vid, supp): the support in ``records`` of each itemset of ``rows`` whose size is listed.
 
     One enumeration of the s-subsets of the records per size, matched to the itemsets of that
-    size (an itemset no record holds gets no row: support 0). ``weighted``: ``records`` is
-    :class:`RecordShapes`'s ``shapes`` (record_id, node_id, w), each row standing for w
-    records, so the support is the sum of w.
+    size (an itemset no record holds gets no row: support 0).
     """
     parts = []
     for size in sizes:
         on = exp.and_(_col("v", "size").eq(exp.Literal.number(size)),
                       *(_col("v", f"n{j}").eq(_col("o", f"n{j}")) for j in range(1, size + 1)))
-        occurrences = itemset_occurrences(records, size)
-        support: exp.Expr = exp.func("count", exp.Star())
-        if weighted:
-            occurrences = occurrences.select(_col("g1", "w").as_("w", quoted=True))
-            support = exp.func("sum", _col("o", "w"))
         parts.append(exp.select(_col("v", "vid").as_("vid", quoted=True),
-                                support.as_("supp", quoted=True))
-                     .from_(occurrences.subquery("o"))
+                                exp.func("count", exp.Star()).as_("supp", quoted=True))
+                     .from_(itemset_occurrences(records, size).subquery("o"))
                      .join(with_alias(rows, "v"), on=on)
                      .group_by(_col("v", "vid")))
     query = union_all(parts)

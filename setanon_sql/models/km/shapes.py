@@ -1,17 +1,14 @@
 """Enumerating the itemsets of <R, D> once per distinct record, weighted by its records.
 
 The certificate (:mod:`.exactcheck`), its steering (:mod:`.enumsteer`) and verify enumerate every
-itemset of up to ℓ nodes of every generalized record, to find the images with support below k;
-the sampled check's enumeration plan (:mod:`.groupsupport`) enumerates the records' itemsets of
-the samples' sizes, restricted to the samples' nodes, to count their supports.
+itemset of up to ℓ nodes of every generalized record, to find the images with support below k.
 Once the cut is coarse, many records hold the same set of nodes (100,000 CDR-like users at the
 15 regions of a σ = 0.999 run: 8,400 distinct sets, and 13.5 M itemset rows over records
 against 2.9 M over sets, ℓ = 11). An itemset's support is the sum, over the distinct sets
 holding it, of the records holding that set; so the supports are counted over the sets, and
 only the itemsets below k are matched back to their (fewer than k) holders, where the bound
 needs each holder's items per node (:func:`.itemsets.exact_cover_count`, up to 2^ℓ terms a
-row, which the full enumeration computed for every row); the sample check needs only the
-supports, the sums of the weights. The rows are the same as those of the
+row, which the full enumeration computed for every row). The rows are the same as those of the
 enumeration over records (tests compare them); where the sets would not save half the rows
 (fine cuts: most records are distinct), the records are enumerated as before.
 """
