@@ -17,8 +17,12 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km import shapes as shapes_module
 from setanon_sql.models.km.exactcheck import share_bounds
-from setanon_sql.models.km.itemsets import image_violations, violating_image_rows
-from setanon_sql.models.km.shapes import drop_shapes, record_shapes
+from setanon_sql.models.km.itemsets import (
+    enumeration_rows,
+    image_violations,
+    violating_image_rows,
+)
+from setanon_sql.models.km.shapes import distinct_sets_bound, drop_shapes, record_shapes
 from tests.integration.test_km import random_case
 from tests.integration.test_km_exactcheck import _cut
 
@@ -106,6 +110,11 @@ def test_node_sets_are_not_used_where_they_save_too_few_rows(db: Backend,
     _, coarse = _counts(db, tmp_path, 8, 2)  # at most 3 sets of 1-2 nodes
     found = record_shapes(db, coarse, 3, lambda p: db.table(f"t_{p}"))
     assert found is not None
+    # the bound that decides before building is one: at least the sets' own rows
+    lengths = db.query("km_group_record_lengths", None, {"gr": coarse})
+    set_rows = enumeration_rows(db.query("km_group_record_lengths", None,
+                                         {"gr": found.shapes}), 3)
+    assert set_rows <= distinct_sets_bound(lengths, 2, 3) < enumeration_rows(lengths, 3)
     drop_shapes(db, found)
     for table in (fine, coarse):
         db.drop_table(table)

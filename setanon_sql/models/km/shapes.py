@@ -16,6 +16,7 @@ enumeration over records (tests compare them); where the sets would not save hal
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import comb
 
 from sqlglot import exp
 
@@ -26,25 +27,41 @@ from setanon_sql.models.km.itemsets import RecordShapes, enumeration_rows
 SHAPE_ROW_SHARE = 0.5
 
 
+def distinct_sets_bound(lengths: list[tuple[int, int]], nodes: int, ell: int) -> int:
+    """An upper bound on the rows enumerating the distinct node sets reads, from the records'
+    (length, records) pairs and the number of nodes: at most min(records, C(nodes, L)) sets
+    of each length L. On a fine cut (many nodes) it is the records' own rows, and the sets
+    are not worth building."""
+    return sum(min(int(n), comb(nodes, int(length))) * sum(
+        comb(int(length), j) for j in range(1, ell + 1)) for length, n in lengths)
+
+
 def record_shapes(backend: Backend, counts: exp.Table, ell: int,
                   table: Callable[[str], exp.Table]) -> RecordShapes | None:
     """The distinct node sets of ``counts`` (``km_generalized_counts``), materialized in
     ``table("shapes")`` and ``table("members")``, when enumerating their itemsets of up to
     ``ell`` nodes reads at most SHAPE_ROW_SHARE of the rows the records would; else None (and
-    nothing is left). Drop them with :func:`drop_shapes`."""
+    nothing is left). Drop them with :func:`drop_shapes`.
+
+    Two aggregates decide first whether the sets could save that much at all
+    (:func:`distinct_sets_bound`); only then are they built and counted."""
+    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+    by_records = enumeration_rows(lengths, ell)
+    nodes = int(backend.scalar(exp.select(exp.func(
+        "count", exp.Distinct(expressions=[exp.column("node_id")]))).from_(counts.copy())) or 0)
+    if distinct_sets_bound(lengths, nodes, ell) > SHAPE_ROW_SHARE * by_records:
+        return None
     members, shapes = table("members"), table("shapes")
-    backend.materialize(members, "km_record_shapes", None, {"counts": counts})
+    found = RecordShapes(shapes, members)
     try:
+        backend.materialize(members, "km_record_shapes", None, {"counts": counts})
         backend.materialize(shapes, "km_shape_nodes", None,
                             {"counts": counts, "members": members})
-        by_records = enumeration_rows(
-            backend.query("km_group_record_lengths", None, {"gr": counts}), ell)
         by_shapes = enumeration_rows(
             backend.query("km_group_record_lengths", None, {"gr": shapes}), ell)
     except BaseException:
-        drop_shapes(backend, RecordShapes(shapes, members))
+        drop_shapes(backend, found)
         raise
-    found = RecordShapes(shapes, members)
     if by_shapes > SHAPE_ROW_SHARE * by_records:
         drop_shapes(backend, found)
         return None
