@@ -22,6 +22,7 @@ from setanon_sql.models.km.exactcheck import ExactCheck, share_bound
 from setanon_sql.models.km.generalization import Generalization
 from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.models.km.itemsets import violating_image_rows
+from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.runs import RunContext
 from tests.integration.test_km import random_case
 
@@ -106,8 +107,9 @@ def test_the_certificate_kept_across_merges_decides_as_the_full_check(
         gen.backend.materialize(counts, "km_generalized_counts", None,
                                 {"items": gen.items, "cut": gen.cut})
         full = share_bound(gen.backend, counts, gen.items, ell, k, scratch)
+        lengths = record_lengths(gen.backend, counts)
         gen.backend.drop_table(counts)
-        certified = exact.certifies()
+        certified = exact.certifies(lengths)
         assert exact.last["violating_images"] == full.images
         assert exact.last["share_bound"] == pytest.approx(full.share, rel=1e-9, abs=1e-12)
         assert certified == (full.share <= exact.epsilon)

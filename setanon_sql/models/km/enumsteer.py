@@ -29,6 +29,7 @@ from typing import Any
 from setanon_sql.models.km.exactcheck import ExactCheck, ShareBound
 from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.models.km.itemsets import enumeration_rows
+from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.progress import report_shrinking
 
 
@@ -54,11 +55,11 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                 # round's (it is asked once per size).
                 b.materialize(counts, "km_generalized_counts", None,
                               {"items": gen.items, "cut": gen.cut})
-                rows = enumeration_rows(
-                    b.query("km_group_record_lengths", None, {"gr": counts}), ell)
+                lengths = record_lengths(b, counts)
+                rows = enumeration_rows(lengths, ell)
                 if rows > budget:
                     return None
-                images = tracker.start(counts)
+                images = tracker.start(counts, lengths)
                 b.drop_table(counts)
             else:
                 images = tracker.advance()

@@ -71,7 +71,7 @@ from setanon_sql.models.km.itemsets import (
     itemset_occurrences,
 )
 from setanon_sql.models.km.samplesize import gamma_bound
-from setanon_sql.models.km.shapes import drop_shapes, record_shapes
+from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
 
 # Enumerated itemset rows that cost about as much as drawing and checking one sample (rejection
@@ -167,18 +167,21 @@ class ShareBound:
 
 def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict[int, int],
                  scratch: exp.Table, floors: dict[int, int] | None = None,
-                 shape_table: Callable[[str], exp.Table] | None = None
-                 ) -> dict[int, ShareBound]:
+                 shape_table: Callable[[str], exp.Table] | None = None,
+                 lengths: list[tuple[int, int]] | None = None) -> dict[int, ShareBound]:
     """For each size ℓ of ``ks`` (ℓ -> k_ℓ): enumerate the violating images of ℓ-itemsets in
     ``counts(record_id, node_id, c)`` (the generalized records with items per node,
     ``km_generalized_counts``) and bound their share of Ω^ℓ of ``items`` (module docstring).
     Each itemset size is enumerated once for every ℓ at once. ``floors`` keeps
     :func:`omega_floor` per ℓ between calls on the same ``items``; ``scratch`` is its work
     table. With ``shape_table`` (names of work tables), the itemsets are enumerated over the
-    records' distinct node sets where that saves rows (:mod:`.shapes`; the same figures)."""
-    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+    records' distinct node sets where that saves rows (:mod:`.shapes`; the same figures).
+    ``lengths`` are the (nodes per record, records) pairs of ``counts``, when the caller has
+    them."""
+    if lengths is None:
+        lengths = record_lengths(backend, counts)
     images, bound = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0)
-    shapes = (record_shapes(backend, counts, max(ks), shape_table)
+    shapes = (record_shapes(backend, counts, max(ks), shape_table, lengths)
               if shape_table is not None else None)
     try:
         for size in range(max(ks), 0, -1):
@@ -225,8 +228,6 @@ class ExactCheck:
     floors: dict[int, int] = field(default_factory=dict)  # omega_floor, once per size
     steered: list[dict[str, Any]] = field(default_factory=list)  # rounds of .enumsteer
     tracker: ImageTracker | None = None  # the violating images of the last try
-    pending_rows: int = 0  # what a full enumeration of the cut :meth:`worth` priced costs
-
     def worth(self, generalized_lengths: list[tuple[int, int]], samples: int) -> bool:
         """Whether to try the check on the current cut before drawing ``samples`` samples.
 
@@ -234,17 +235,19 @@ class ExactCheck:
         the merges since touched (:meth:`certifies`): the price bounds what it costs."""
         if self.tried_version == self.gen.version:
             return False
-        self.pending_rows = enumeration_rows(generalized_lengths, self.ell)
-        return self.pending_rows <= min(MAX_EXACT_ROWS, ROW_COST * samples)
+        return enumeration_rows(generalized_lengths, self.ell) <= min(
+            MAX_EXACT_ROWS, ROW_COST * samples)
 
-    def certifies(self) -> bool:
+    def certifies(self, generalized_lengths: list[tuple[int, int]]) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
         is provably <= ε (zero violating images, or the bound of the module docstring).
 
         The violating images are kept between tries (:class:`.imagetrack.ImageTracker`): the
         first try enumerates every record, a later one only the records holding a node the
         merges since changed. The images, and so the decision, are those of a full
-        enumeration of the current cut (tests compare them)."""
+        enumeration of the current cut (tests compare them). ``generalized_lengths`` are the
+        (nodes per record, records) pairs of the current cut's <R, D>, as :meth:`worth` took
+        them."""
         gen, b = self.gen, self.gen.backend
         self.tries += 1
         if self.tracker is None:
@@ -256,11 +259,12 @@ class ExactCheck:
             b.materialize(counts, "km_generalized_counts", None,
                           {"items": gen.items, "cut": gen.cut})
             try:
-                self.tracker.start(counts)
+                self.tracker.start(counts, generalized_lengths)
             finally:
                 b.drop_table(counts)
         found, total = self.tracker.tally()
-        return self.record(ShareBound(self.pending_rows, found, self.share(found, total)))
+        rows = enumeration_rows(generalized_lengths, self.ell)
+        return self.record(ShareBound(rows, found, self.share(found, total)))
 
     def share(self, images: int, itemsets: float) -> float:
         """The bound on the violating share of Ω^ℓ from ``images`` violating images standing

@@ -45,11 +45,13 @@ class ImageTracker:
     def started(self) -> bool:
         return self.images is not None
 
-    def start(self, counts: exp.Table) -> exp.Table:
+    def start(self, counts: exp.Table,
+              lengths: list[tuple[int, int]] | None = None) -> exp.Table:
         """Enumerate every record of ``counts`` (``km_generalized_counts`` of the current cut),
-        by its distinct node sets where they save rows (:mod:`.shapes`)."""
+        by its distinct node sets where they save rows (:mod:`.shapes`; ``lengths`` as
+        :func:`.shapes.record_shapes` takes them, when the caller has them)."""
         images, b = self._table("images"), self.gen.backend
-        shapes = record_shapes(b, counts, self.ell, self._table)
+        shapes = record_shapes(b, counts, self.ell, self._table, lengths)
         try:
             b.materialize(images, violating_image_rows(
                 counts, self.ell, cover_bound=self.cover_bound, shapes=shapes), {"k": self.k})

@@ -85,6 +85,7 @@ from setanon_sql.models.km.itemsets import set_ids
 from setanon_sql.models.km.mcmc import McmcSampler
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.samplesize import gamma, gamma_bound
+from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.progress import report
 from setanon_sql.sqlrender import with_alias
 
@@ -221,8 +222,7 @@ class _Checker:
         """(nodes per record, records) of <R, D>: what enumerating it costs."""
         generalized = self._refresh()
         if self.lengths_of is None or self.lengths_of[0] != self.version:
-            rows = self.gen.backend.query("km_group_record_lengths", None, {"gr": generalized})
-            self.lengths_of = (self.version, [(int(a), int(b)) for a, b in rows])
+            self.lengths_of = (self.version, record_lengths(self.gen.backend, generalized))
         return self.lengths_of[1]
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
@@ -329,7 +329,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
             # clean (or the pool is drawn whole), else the part (a failing pool stops there).
             ahead = rule.gamma - clean if clean or whole else part
             if exact is not None and exact.worth(checker.lengths(), ahead) \
-                    and exact.certifies():
+                    and exact.certifies(checker.lengths()):
                 history.append({"size": ell, "certified_by": "exact", "clean_samples": clean,
                                 "gamma": rule.gamma, "parts": parts, "proposed_parts": proposed,
                                 "failed_pools": failed_pools, **exact.figures()})
@@ -399,7 +399,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 bad, plan = checker.check(pool)
                 if bad and exact is not None and steer.try_now(bad) \
                         and exact.worth(checker.lengths(), rule.gamma):
-                    if exact.certifies():
+                    if exact.certifies(checker.lengths()):
                         history.append({"size": ell, "certified_by": "exact",
                                         "clean_samples": 0, "gamma": rule.gamma,
                                         "parts": parts, "proposed_parts": proposed,

@@ -37,15 +37,18 @@ def distinct_sets_bound(lengths: list[tuple[int, int]], nodes: int, ell: int) ->
 
 
 def record_shapes(backend: Backend, counts: exp.Table, ell: int,
-                  table: Callable[[str], exp.Table]) -> RecordShapes | None:
+                  table: Callable[[str], exp.Table],
+                  lengths: list[tuple[int, int]] | None = None) -> RecordShapes | None:
     """The distinct node sets of ``counts`` (``km_generalized_counts``), materialized in
     ``table("shapes")`` and ``table("members")``, when enumerating their itemsets of up to
     ``ell`` nodes reads at most SHAPE_ROW_SHARE of the rows the records would; else None (and
     nothing is left). Drop them with :func:`drop_shapes`.
 
     Two aggregates decide first whether the sets could save that much at all
-    (:func:`distinct_sets_bound`); only then are they built and counted."""
-    lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+    (:func:`distinct_sets_bound`); only then are they built and counted. ``lengths``, the
+    (nodes per record, records) pairs of ``counts``, is the first, when the caller has it."""
+    if lengths is None:
+        lengths = record_lengths(backend, counts)
     by_records = enumeration_rows(lengths, ell)
     nodes = int(backend.scalar(exp.select(exp.func(
         "count", exp.Distinct(expressions=[exp.column("node_id")]))).from_(counts.copy())) or 0)
@@ -57,8 +60,7 @@ def record_shapes(backend: Backend, counts: exp.Table, ell: int,
         backend.materialize(members, "km_record_shapes", None, {"counts": counts})
         backend.materialize(shapes, "km_shape_nodes", None,
                             {"counts": counts, "members": members})
-        by_shapes = enumeration_rows(
-            backend.query("km_group_record_lengths", None, {"gr": shapes}), ell)
+        by_shapes = enumeration_rows(record_lengths(backend, shapes), ell)
     except BaseException:
         drop_shapes(backend, found)
         raise
@@ -66,6 +68,13 @@ def record_shapes(backend: Backend, counts: exp.Table, ell: int,
         drop_shapes(backend, found)
         return None
     return found
+
+
+def record_lengths(backend: Backend, records: exp.Table) -> list[tuple[int, int]]:
+    """(nodes per record, records) of ``records`` (record_id, node_id, ...): what enumerating
+    its itemsets costs (:func:`.itemsets.enumeration_rows`)."""
+    return [(int(length), int(n)) for length, n in
+            backend.query("km_group_record_lengths", None, {"gr": records})]
 
 
 def drop_shapes(backend: Backend, shapes: RecordShapes | None) -> None:

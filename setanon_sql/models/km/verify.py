@@ -34,6 +34,7 @@ from setanon_sql.models.km.itemsets import enumeration_rows, violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.names import staging_table
 from setanon_sql.stats.binomial import decide
 
@@ -133,13 +134,14 @@ def enumerated_shares(backend: Backend, original: dict[str, Any],
         backend.materialize(cut, "km_published_cut", None, original)
         backend.materialize(counts, "km_generalized_counts", None,
                             {"items": original["items"], "cut": cut})
-        lengths = backend.query("km_group_record_lengths", None, {"gr": counts})
+        lengths = record_lengths(backend, counts)
         cheap = {ell: k for ell, (k, samples) in sizes.items()
                  if enumeration_rows(lengths, ell) <= min(MAX_EXACT_ROWS, ROW_COST * samples)}
         if not cheap:
             return {}
         return share_bounds(backend, counts, original["items"], cheap, scratch,
-                            shape_table=lambda p: backend.table(staging_table(f"ve{p}")))
+                            shape_table=lambda p: backend.table(staging_table(f"ve{p}")),
+                            lengths=lengths)
     finally:
         for table in (cut, counts, scratch):
             backend.drop_table(table)
