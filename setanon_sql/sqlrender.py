@@ -97,10 +97,11 @@ def with_alias(table: exp.Table, alias: str) -> exp.Table:
     return copy
 
 
-def union_all(parts: Sequence[exp.Query]) -> exp.Query:
+def union_all(parts: Sequence[exp.Query], copy: bool = True) -> exp.Query:
     """``parts`` joined by UNION ALL (one part alone as it is): sqlglot's ``exp.union`` asks
-    for two at least, and a shape built per size or position may have one."""
-    return parts[0] if len(parts) == 1 else exp.union(*parts, distinct=False)
+    for two at least, and a shape built per size or position may have one. ``copy=False``
+    places the parts themselves (fresh trees of the caller's)."""
+    return parts[0] if len(parts) == 1 else exp.union(*parts, distinct=False, copy=copy)
 
 
 TableBinding = Mapping[str, exp.Table]

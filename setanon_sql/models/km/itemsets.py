@@ -2,6 +2,12 @@
 
 The shape depends on ℓ, so these are expressions rather than named statements. Items of an
 itemset are joined in increasing id order, so every itemset of a record appears exactly once.
+
+The trees grow with ℓ (2^size terms a row in :func:`exact_cover_count`, ℓ parts of ℓ joins in
+:func:`violating_image_rows`), and sqlglot's builders copy their receiver by default: built that
+way, one statement of ℓ = 11 took 1-1.5 s of Python, 2.6 s for verify's (nearly all of it
+deep copies), and the search builds one every round. So the builders here grow their own
+fresh trees in place (``copy=False``); a node placed twice is copied (one parent each).
 """
 
 from __future__ import annotations
@@ -42,13 +48,14 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
     if touching is not None:
         return _anchored_occurrences(table, ell, item, touching)
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
-                       _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"))
+                       _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"),
+                                                                        copy=False)
     for j in range(2, ell + 1):
         alias, previous = f"g{j}", f"g{j - 1}"
         on = exp.and_(_col(alias, "record_id").eq(_col("g1", "record_id")),
                       _col(alias, item) > _col(previous, item))
-        query = query.join(with_alias(table, alias), on=on)
-        query = query.select(_col(alias, item).as_(f"n{j}", quoted=True))
+        query.join(with_alias(table, alias), on=on, copy=False)
+        query.select(_col(alias, item).as_(f"n{j}", quoted=True), copy=False)
     return query
 
 
@@ -66,21 +73,21 @@ def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
     filled.)"""
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     occurrences = itemset_occurrences(shapes.shapes, size).select(
-        _col("g1", "w").as_("w", quoted=True))
+        _col("g1", "w").as_("w", quoted=True), copy=False)
     support = exp.Window(this=exp.func("sum", exp.column("w", quoted=True)),
                          partition_by=[n.copy() for n in nodes])
     weighted = exp.select(exp.column("record_id", quoted=True).as_("shape_id", quoted=True),
                           *nodes, support.as_("support", quoted=True)).from_(
-        occurrences.subquery("o"))
+        occurrences.subquery("o", copy=False), copy=False)
     rare = (exp.select(exp.column("shape_id", quoted=True), *(n.copy() for n in nodes))
-            .from_(weighted.subquery("s"))
-            .where(exp.column("support", quoted=True) < below))
+            .from_(weighted.subquery("s", copy=False), copy=False)
+            .where(exp.column("support", quoted=True) < below, copy=False))
     holders = (exp.select(_col("m", "record_id").as_("record_id", quoted=True),
                           *(_col("v", f"n{j}").as_(f"n{j}", quoted=True)
                             for j in range(1, size + 1)))
-               .from_(rare.subquery("v"))
+               .from_(rare.subquery("v", copy=False), copy=False)
                .join(with_alias(shapes.members, "m"),
-                     on=_col("m", "shape_id").eq(_col("v", "shape_id"))))
+                     on=_col("m", "shape_id").eq(_col("v", "shape_id")), copy=False))
     position = _col("p", "pos")
     node_at = exp.Case(ifs=[exp.If(this=position.eq(exp.Literal.number(j)),
                                    true=_col("h", f"n{j}")) for j in range(1, size + 1)])
@@ -91,12 +98,12 @@ def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
                        *(exp.func("max", exp.If(this=position.eq(exp.Literal.number(j)),
                                                 true=_col("g", "c")))
                          .as_(f"c{j}", quoted=True) for j in range(1, size + 1)))
-            .from_(holders.subquery("h"))
-            .join(positions, join_type="cross")
+            .from_(holders.subquery("h", copy=False), copy=False)
+            .join(positions, join_type="cross", copy=False)
             .join(with_alias(counts, "g"), on=exp.and_(
                 _col("g", "record_id").eq(_col("h", "record_id")),
-                _col("g", "node_id").eq(node_at)))
-            .group_by(*(column.copy() for column in keyed)))
+                _col("g", "node_id").eq(node_at)), copy=False)
+            .group_by(*(column.copy() for column in keyed), copy=False))
 
 
 def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
@@ -110,7 +117,7 @@ def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
                 [_col(f"g{j}", "c") for j in range(1, size + 1)])
     assert touching is None
     return (exp.select(exp.Star()).from_(shape_occurrences(table, shapes, size, below)
-                                         .subquery("h")),
+                                         .subquery("h", copy=False), copy=False),
             [_col("h", f"c{j}") for j in range(1, size + 1)])
 
 
@@ -122,8 +129,8 @@ def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> e
     in its place among the others, so n1 < ... < nℓ as there."""
     anchor = f"g{ell}"
     query = (exp.select(_col(anchor, "record_id").as_("record_id", quoted=True))
-             .from_(with_alias(table, anchor))
-             .where(_col(anchor, flag).eq(exp.Literal.number(1))))
+             .from_(with_alias(table, anchor), copy=False)
+             .where(_col(anchor, flag).eq(exp.Literal.number(1)), copy=False))
     for j in range(1, ell):
         alias = f"g{j}"
         on = exp.and_(_col(alias, "record_id").eq(_col(anchor, "record_id")),
@@ -131,7 +138,7 @@ def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> e
                       exp.or_(_col(alias, flag).eq(exp.Literal.number(0)),
                               _col(alias, item) > _col(anchor, item)),
                       *([_col(alias, item) > _col(f"g{j - 1}", item)] if j > 1 else []))
-        query = query.join(with_alias(table, alias), on=on)
+        query.join(with_alias(table, alias), on=on, copy=False)
     below: exp.Expr = exp.Literal.number(0)  # how many other nodes sort before the anchor
     for j in range(1, ell):
         below = exp.Add(this=below, expression=exp.Case(ifs=[exp.If(
@@ -145,7 +152,7 @@ def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> e
         ifs.append(exp.If(this=below.copy().eq(exp.Literal.number(p - 1)),
                           true=_col(anchor, item)))
         node = exp.Case(ifs=ifs, default=_col(f"g{p - 1}", item) if p > 1 else None)
-        query = query.select(node.as_(f"n{p}", quoted=True))
+        query.select(node.as_(f"n{p}", quoted=True, copy=False), copy=False)
     return query
 
 
@@ -163,9 +170,10 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
     ``touching``, only those holding a node flagged 1 (:func:`itemset_occurrences`)."""
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     return (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
-            .from_(itemset_occurrences(table, ell, item, touching).subquery("o"))
-            .group_by(*nodes)
-            .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k")))
+            .from_(itemset_occurrences(table, ell, item, touching).subquery("o", copy=False),
+                   copy=False)
+            .group_by(*(n.copy() for n in nodes), copy=False)
+            .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k"), copy=False))
 
 
 def set_ids(rows: exp.Table, owner: str, item: str, size: int) -> exp.Select:
@@ -198,8 +206,9 @@ def numbered_itemsets(counted: exp.Query, ell: int) -> exp.Select:
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     vid = exp.Window(this=exp.RowNumber(), order=exp.Order(
         expressions=[exp.Ordered(this=n.copy()) for n in nodes]))
-    return exp.select(exp.cast(vid, "BIGINT").as_("vid", quoted=True), *nodes,
-                      exp.column("support", quoted=True)).from_(counted.subquery("c"))
+    return exp.select(exp.cast(vid, "BIGINT", copy=False).as_("vid", quoted=True), *nodes,
+                      exp.column("support", quoted=True)).from_(counted.subquery("c"),
+                                                                 copy=False)
 
 
 def untouched_itemsets(violations: exp.Table, changed: exp.Table, ell: int) -> exp.Select:
@@ -208,7 +217,7 @@ def untouched_itemsets(violations: exp.Table, changed: exp.Table, ell: int) -> e
     next cut (:mod:`.exact`)."""
     return exp.select(*(exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)),
                       exp.column("support", quoted=True)).from_(
-        untouched_image_rows(violations, changed, ell).subquery("u"))
+        untouched_image_rows(violations, changed, ell).subquery("u", copy=False), copy=False)
 
 
 def itemset_nodes(violations: exp.Table, ell: int) -> exp.Select:
@@ -295,11 +304,19 @@ def binomial(n: exp.Expr, ell: int) -> exp.Expr:
     0 <= n < ℓ, where one factor is 0)."""
     value: exp.Expr = exp.Literal.number(1.0)
     for i in range(ell):
-        factor = exp.Div(this=exp.cast(exp.Sub(this=n.copy(), expression=exp.Literal.number(i)),
-                                       "DOUBLE PRECISION"),
+        factor = exp.Div(this=_as_double(exp.Sub(this=n.copy(),
+                                                 expression=exp.Literal.number(i))),
                          expression=exp.Literal.number(float(i + 1)))
         value = exp.Mul(this=value, expression=factor)
-    return exp.paren(value)
+    return exp.paren(value, copy=False)
+
+
+_DOUBLE = exp.DataType.build("DOUBLE PRECISION")
+
+
+def _as_double(value: exp.Expr) -> exp.Cast:
+    """CAST(value AS DOUBLE PRECISION), ``value`` placed as it is (the type parsed once)."""
+    return exp.Cast(this=value, to=_DOUBLE.copy())
 
 
 # Above this size an image's ℓ-itemsets are bounded by C(cover, ℓ) rather than counted by
@@ -318,7 +335,7 @@ def _cover(counts: Sequence[exp.Expr]) -> exp.Expr:
 def _one_per_node(counts: Sequence[exp.Expr]) -> exp.Expr:
     """ℓ items over ℓ nodes, each node holding one: the exact cover count is the product of
     the counts (what inclusion-exclusion sums to, at a fraction of the arithmetic)."""
-    product: exp.Expr = exp.cast(counts[0].copy(), "DOUBLE PRECISION")
+    product: exp.Expr = _as_double(counts[0].copy())
     for c in counts[1:]:
         product = exp.Mul(this=product, expression=c.copy())
     return product
@@ -342,7 +359,7 @@ def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
         else:
             value = exp.Add(this=value, expression=term) if value is not None else term
     assert value is not None
-    return exp.paren(value)
+    return exp.paren(value, copy=False)
 
 
 def violating_images(table: exp.Table, size: int, ell: int,
@@ -362,23 +379,23 @@ def violating_images(table: exp.Table, size: int, ell: int,
                                                    exp.Placeholder(this="k"))
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
+    summed = exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
+                        .as_("x", quoted=True))
     if size == ell:
         # every holder covers ℓ items (:func:`_one_per_node`)
-        return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
-                           .as_("x", quoted=True))
-                .from_(occurrences.select(_one_per_node(counts).as_("x", quoted=True))
-                       .subquery("o"))
-                .group_by(*nodes).having(below_k))
+        occurrences.select(_one_per_node(counts).as_("x", quoted=True, copy=False), copy=False)
+        return (summed.from_(occurrences.subquery("o", copy=False), copy=False)
+                .group_by(*(n.copy() for n in nodes), copy=False).having(below_k, copy=False))
     cover = _cover(counts)
     x = binomial(cover, ell) if cover_bound else exact_cover_count(counts, ell)
-    occurrences = occurrences.select(cover.as_("cover", quoted=True), x.as_("x", quoted=True))
-    return (exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
-                       .as_("x", quoted=True))
-            .from_(occurrences.subquery("o")).group_by(*nodes)
+    occurrences.select(cover.as_("cover", quoted=True, copy=False),
+                       x.as_("x", quoted=True, copy=False), copy=False)
+    return (summed.from_(occurrences.subquery("o", copy=False), copy=False)
+            .group_by(*(n.copy() for n in nodes), copy=False)
             .having(exp.and_(
                 below_k,
                 exp.func("max", exp.column("cover", quoted=True))
-                >= exp.Literal.number(ell))))
+                >= exp.Literal.number(ell)), copy=False))
 
 
 def image_violations(table: exp.Table, size: int, ells: Sequence[int],
@@ -397,17 +414,18 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int],
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
           for ell in ells]
     support, widest = (exp.column(name, quoted=True) for name in ("support", "cover"))
+    occurrences.select(cover.as_("cover", quoted=True, copy=False),
+                       *(x.as_(f"x{ell}", quoted=True, copy=False) for ell, x in xs),
+                       copy=False)
     per_image = (
         exp.select(exp.func("count", exp.Star()).as_("support", quoted=True),
                    exp.func("max", exp.column("cover", quoted=True)).as_("cover", quoted=True),
                    *(exp.func("sum", exp.column(f"x{ell}", quoted=True))
                      .as_(f"x{ell}", quoted=True) for ell, _ in xs))
-        .from_(occurrences.select(cover.as_("cover", quoted=True),
-                                  *(x.as_(f"x{ell}", quoted=True) for ell, x in xs))
-               .subquery("o"))
-        .group_by(*nodes)
+        .from_(occurrences.subquery("o", copy=False), copy=False)
+        .group_by(*nodes, copy=False)
         # the loosest of the conditions below, to keep few groups
-        .having(exp.func("count", exp.Star()) < loosest.copy()))
+        .having(exp.func("count", exp.Star()) < loosest.copy(), copy=False))
     columns: list[exp.Expr] = []
     for (ell, _), k in zip(xs, ks, strict=True):
         # a holder with >= ℓ items under the nodes (always true at ℓ = size)
@@ -418,7 +436,7 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int],
         columns.append(exp.func("coalesce", exp.func("sum", exp.If(
             this=violating.copy(), true=exp.column(f"x{ell}", quoted=True),
             false=exp.Literal.number(0.0))), exp.Literal.number(0.0)))
-    return exp.select(*columns).from_(per_image.subquery("v"))
+    return exp.select(*columns).from_(per_image.subquery("v", copy=False), copy=False)
 
 
 def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None,
@@ -440,9 +458,9 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
                                 exp.column("x", quoted=True))
                      .from_(violating_images(table, size, ell, cover_bound=cover_bound,
                                              touching=touching, shapes=shapes)
-                            .subquery(f"v{size}")))
-    query = union_all(parts)
-    return exp.select(exp.Star()).from_(query.subquery("u"))
+                            .subquery(f"v{size}", copy=False), copy=False))
+    query = union_all(parts, copy=False)
+    return exp.select(exp.Star()).from_(query.subquery("u", copy=False), copy=False)
 
 
 def untouched_image_rows(images: exp.Table, changed: exp.Table, ell: int) -> exp.Select:
@@ -451,14 +469,14 @@ def untouched_image_rows(images: exp.Table, changed: exp.Table, ell: int) -> exp
     under the next cut (:mod:`.enumsteer`). Anti-joins, one per node column (a NULL past the
     image's size matches nothing)."""
     query = exp.select(exp.Column(this=exp.Star(), table=identifier("i"))).from_(
-        with_alias(images, "i"))
+        with_alias(images, "i"), copy=False)
     unmatched = []
     for j in range(1, ell + 1):
         alias = f"c{j}"
-        query = query.join(with_alias(changed, alias), join_type="left",
-                           on=_col(alias, "node_id").eq(_col("i", f"n{j}")))
+        query.join(with_alias(changed, alias), join_type="left",
+                   on=_col(alias, "node_id").eq(_col("i", f"n{j}")), copy=False)
         unmatched.append(_col(alias, "node_id").is_(exp.null()))
-    return query.where(exp.and_(*unmatched))
+    return query.where(exp.and_(*unmatched), copy=False)
 
 
 def image_nodes(images: exp.Table, ell: int) -> exp.Select:
