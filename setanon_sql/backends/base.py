@@ -283,6 +283,17 @@ class Backend(ABC):
         yield
 
     @contextmanager
+    def left_deep_joins(self) -> Iterator[None]:
+        """Join the tables of the block's statements one at a time, in the order written (a
+        left-deep chain): for the ℓ-way self-joins that enumerate the itemsets of records
+        (:func:`.models.km.itemsets.enumeration_joins`), where each join keeps only the
+        itemsets that grow in node order. None by default.
+
+        DuckDB overrides it: see :class:`DuckDBBackend`.
+        """
+        yield
+
+    @contextmanager
     def hash_joins_only(self) -> Iterator[None]:
         """No nested-loop joins for the statements of the block: for joins of tables without
         an index, where a nested loop means a scan of the inner table per outer row, and an

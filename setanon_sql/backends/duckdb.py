@@ -201,6 +201,23 @@ class DuckDBBackend(Backend):
             weakref.finalize(self, shutil.rmtree, self._own_spill, ignore_errors=True)
 
     @contextmanager
+    def left_deep_joins(self) -> Iterator[None]:
+        """DuckDB's join-order optimizer off in the block. On a deep enumeration it pairs
+        partial chains (a bushy plan) and probes every pair of them per record before the
+        node order filters them: the 11-itemsets of 100,000 CDR-like users (122,551 of them)
+        took 19.0 s that way and 0.8 s in the written order, the 9-itemsets 1.9 s against
+        0.9 s. (Up to 6 nodes its own order is as fast or faster: 0.39 s against 0.52 s.)"""
+        previous = self.execute("SELECT current_setting('disabled_optimizers')",
+                                fetch=True)[0][0]
+        disabled = [name for name in str(previous or "").split(",") if name.strip()]
+        self.execute("SET disabled_optimizers = " + _literal(
+            ",".join([*disabled, "join_order"])))
+        try:
+            yield
+        finally:
+            self.execute("SET disabled_optimizers = " + _literal(",".join(disabled)))
+
+    @contextmanager
     def _statement(self) -> Iterator[None]:
         self._busy = True
         try:

@@ -10,6 +10,7 @@ import pytest
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.km import itemsets
 from tests.conftest import write
 from tests.oracle import km_oracle
 from tests.support.hierarchies import random_hierarchy
@@ -56,6 +57,17 @@ def test_exact_km_passes_the_oracle(db: Backend, tmp_path: Path, seed: int) -> N
     assert run.figures["ncp"] == pytest.approx(km_oracle.ncp(original, mapping, parent))
     assert run.figures["published_labels"] == len(set(mapping.values()))
     assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_exact_km_with_every_enumeration_joined_left_deep(db: Backend, tmp_path: Path,
+                                                          seed: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The enumerations of 7 or more nodes join in the written order
+    (``itemsets.enumeration_joins``); the random cases are smaller, so every enumeration is
+    made to, and the run still passes the oracle and verify."""
+    monkeypatch.setattr(itemsets, "LEFT_DEEP_FROM", 1)
+    test_exact_km_passes_the_oracle(db, tmp_path, seed)
 
 
 def test_already_anonymous_data_is_not_generalized(db: Backend, tmp_path: Path) -> None:

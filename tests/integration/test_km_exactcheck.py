@@ -19,6 +19,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.io.published import published
 from setanon_sql.models import require_model
+from setanon_sql.models.km import itemsets
 from setanon_sql.models.km.exactcheck import share_bound, share_bounds
 from setanon_sql.models.km.itemsets import (
     MAX_EXACT_TERMS_SIZE,
@@ -124,6 +125,15 @@ def test_sizes_certified_by_enumeration_meet_sigma(db: Backend, tmp_path: Path,
         assert share <= epsilon, (ell, share)  # the certificate's own threshold, not only 1 - σ
     assert km_oracle.generalization_problems(original, published, mapping) == []
     assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_certified_sizes_with_every_enumeration_joined_left_deep(
+        db: Backend, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The certificate, steering, Ω's floor and verify enumerate left-deep from 7 nodes
+    (``itemsets.enumeration_joins``); made to at every size, the sizes still meet σ."""
+    monkeypatch.setattr(itemsets, "LEFT_DEEP_FROM", 1)
+    test_sizes_certified_by_enumeration_meet_sigma(db, tmp_path, seed)
 
 
 @pytest.mark.parametrize("seed", [7, 8, 9])

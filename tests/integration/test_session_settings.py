@@ -136,3 +136,23 @@ def test_a_replaced_table_takes_the_new_rows_and_the_work_name_is_gone(
     db.replace_table(target, source)
     assert db.query(exp.select("x").from_(target)) == [(6,)]
     db.drop_table(target)
+
+
+@pytest.mark.parametrize("already", ["", "filter_pushdown"])
+def test_left_deep_joins_turn_duckdbs_join_order_off_in_the_block_only(already: str) -> None:
+    """Inside ``left_deep_joins`` DuckDB's join-order optimizer is off, with whatever was off
+    before still off; after the block (also one left by an error) the setting is as it was."""
+    backend = connect("duckdb:///:memory:")
+
+    def disabled() -> str:
+        return str(backend.execute("SELECT current_setting('disabled_optimizers')",
+                                   fetch=True)[0][0])
+
+    backend.execute("SET disabled_optimizers = " + exp.Literal.string(already).sql("duckdb"))
+    with backend.left_deep_joins():
+        assert set(disabled().split(",")) == {"join_order", *filter(None, [already])}
+    assert disabled() == already
+    with pytest.raises(ZeroDivisionError), backend.left_deep_joins():
+        raise ZeroDivisionError
+    assert disabled() == already
+    backend.close()

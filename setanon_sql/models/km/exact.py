@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import (
+    enumeration_joins,
     itemset_nodes,
     numbered_itemsets,
     untouched_itemsets,
@@ -44,7 +45,8 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
     vnodes, prevcut = gen.table("vnodes"), gen.table("xprevcut")
     violations = gen.table("viol0")
     generalized = gen.generalized()
-    backend.materialize(violations, violating_itemsets(generalized, ell), {"k": k})
+    with enumeration_joins(backend, ell):
+        backend.materialize(violations, violating_itemsets(generalized, ell), {"k": k})
     backend.drop_table(generalized)
     try:
         while True:

@@ -66,6 +66,7 @@ from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.models.km.itemsets import (
     binomial,
+    enumeration_joins,
     enumeration_rows,
     image_violations,
     itemset_occurrences,
@@ -142,8 +143,9 @@ def omega_floor(backend: Backend, items: exp.Table, ell: int, scratch: exp.Table
         nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
         distinct = (exp.select(*nodes).distinct()
                     .from_(itemset_occurrences(items, ell, "item_id").subquery("o")))
-        return int(backend.scalar(exp.select(exp.func("count", exp.Star()))
-                                  .from_(distinct.subquery("d"))) or 0)
+        with enumeration_joins(backend, ell):
+            return int(backend.scalar(exp.select(exp.func("count", exp.Star()))
+                                      .from_(distinct.subquery("d"))) or 0)
     try:
         backend.materialize(scratch, _longest_records(items), {"records": OMEGA_RECORDS})
         own, overlap = backend.query(bonferroni_terms(scratch, ell))[0]
@@ -186,8 +188,9 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
     try:
         for size in range(max(ks), 0, -1):
             ells = sorted(ell for ell in ks if ell >= size)
-            row = backend.query(image_violations(counts, size, ells, shapes),
-                                {f"k{ell}": ks[ell] for ell in ells})[0]
+            with enumeration_joins(backend, size):
+                row = backend.query(image_violations(counts, size, ells, shapes),
+                                    {f"k{ell}": ks[ell] for ell in ells})[0]
             for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
                 images[ell] += int(found)
                 bound[ell] += float(itemsets or 0.0)

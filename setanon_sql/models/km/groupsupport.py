@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.itemsets import (
+    enumeration_joins,
     itemset_rows,
     itemset_supports,
     prefix_cost,
@@ -179,7 +180,8 @@ def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
         backend.materialize(restricted, "km_group_records", None,
                             {"groups": itemsets, "g": records})
         backend.materialize(rows, itemset_rows(itemsets, max(costs.sizes)))
-        backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
+        with enumeration_joins(backend, max(costs.sizes)):
+            backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
         return "enumerate"
     finally:
         for table in (ids, lengths, restricted, rows):

@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
-from setanon_sql.models.km.itemsets import untouched_image_rows, violating_image_rows
+from setanon_sql.models.km.itemsets import (
+    enumeration_joins,
+    untouched_image_rows,
+    violating_image_rows,
+)
 from setanon_sql.models.km.shapes import drop_shapes, record_shapes
 
 
@@ -53,8 +57,10 @@ class ImageTracker:
         images, b = self._table("images"), self.gen.backend
         shapes = record_shapes(b, counts, self.ell, self._table, lengths)
         try:
-            b.materialize(images, violating_image_rows(
-                counts, self.ell, cover_bound=self.cover_bound, shapes=shapes), {"k": self.k})
+            with enumeration_joins(b, self.ell):
+                b.materialize(images, violating_image_rows(
+                    counts, self.ell, cover_bound=self.cover_bound, shapes=shapes),
+                    {"k": self.k})
         finally:
             drop_shapes(b, shapes)
         return self._made(images)

@@ -13,12 +13,23 @@ fresh trees in place (``copy=False``); a node placed twice is copied (one parent
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from math import comb
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from sqlglot import exp
 
 from setanon_sql.sqlrender import identifier, union_all, with_alias
+
+if TYPE_CHECKING:
+    from setanon_sql.backends.base import Backend
+
+# A statement enumerating every itemset of at least this many nodes of its records joins
+# left-deep (:func:`enumeration_joins`). DuckDB, the 15-region cut of 100,000 CDR-like users,
+# its own plan against left-deep: 6 nodes 0.39 / 0.52 s, 7 0.60 / 0.57, 8 1.45 / 0.87,
+# 9 1.9 / 0.9, 10 3.3 / 0.8, 11 19.0 / 0.8 s. (Enumerations from an anchor, the ones holding
+# a changed node, are as fast either way: 11 nodes 0.54 / 0.51 s.)
+LEFT_DEEP_FROM = 7
 
 
 def _col(alias: str, name: str) -> exp.Column:
@@ -39,6 +50,14 @@ def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
     enumerating every itemset of up to ℓ nodes of every record reads."""
     return sum(int(n) * comb(int(length), j)
                for length, n in lengths for j in range(1, ell + 1))
+
+
+def enumeration_joins(backend: Backend, deepest: int) -> AbstractContextManager[None]:
+    """How to plan a statement whose deepest enumeration of every itemset of its records has
+    ``deepest`` nodes: one join at a time in the written order from LEFT_DEEP_FROM nodes on
+    (:meth:`.Backend.left_deep_joins`), each join keeping only the itemsets that grow in node
+    order; below it, as the engine likes."""
+    return backend.left_deep_joins() if deepest >= LEFT_DEEP_FROM else nullcontext()
 
 
 def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",

@@ -30,7 +30,7 @@ from setanon_sql.models.km.exactcheck import (
     ShareBound,
     share_bounds,
 )
-from setanon_sql.models.km.itemsets import enumeration_rows, violation_count
+from setanon_sql.models.km.itemsets import enumeration_joins, enumeration_rows, violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
@@ -97,7 +97,8 @@ def _verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
             undecided = undecided or verdict.outcome == "inconclusive"
             sampled.append(str(ell))
             continue
-        bad = int(backend.scalar(violation_count(view.items[attr_no], ell), {"k": k}))
+        with enumeration_joins(backend, ell):
+            bad = int(backend.scalar(violation_count(view.items[attr_no], ell), {"k": k}))
         details[f"size {ell}"] = f"{bad} itemset(s) with support in [1, {k})"
         failed = failed or bad > 0
     unfaithful = int(backend.scalar("km_unfaithful_rows", tables=original))
