@@ -282,6 +282,10 @@ class Backend(ABC):
         """
         yield
 
+    #: The fewest nodes from which a full enumeration of the records' itemsets joins left-deep
+    #: (:func:`.models.km.itemsets.enumeration_joins`); None: never. Measured per engine.
+    left_deep_from: int | None = None
+
     @contextmanager
     def left_deep_joins(self) -> Iterator[None]:
         """Join the tables of the block's statements one at a time, in the order written (a
@@ -289,7 +293,7 @@ class Backend(ABC):
         (:func:`.models.km.itemsets.enumeration_joins`), where each join keeps only the
         itemsets that grow in node order. None by default.
 
-        DuckDB overrides it: see :class:`DuckDBBackend`.
+        DuckDB and PostgreSQL override it: see :class:`DuckDBBackend`, :class:`PostgresBackend`.
         """
         yield
 

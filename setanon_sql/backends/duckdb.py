@@ -161,6 +161,11 @@ class DuckDBBackend(Backend):
 
     name = "duckdb"
     dialect = "duckdb"
+    # Own plan against left-deep (bench/bench_km_join_order.py) at 5 / 6 / 7 nodes: Retail's
+    # published cut (88,162 records, 25 nodes) 1.27 / 2.47, 7.24 / 5.70, 14.60 / 11.52 s; 100,000
+    # CDR-like users (15 nodes) 0.18 / 0.23, 0.39 / 0.44, 0.60 / 0.55 s (11: 19.0 / 0.8 s);
+    # BMS-WebView-2 (28 nodes) 0.10 / 0.12, 0.22 / 0.23 s.
+    left_deep_from = 6
 
     def __init__(self, path: str, schema: str, settings: dict[str, str] | None = None,
                  create: bool = True) -> None:
@@ -206,7 +211,7 @@ class DuckDBBackend(Backend):
         partial chains (a bushy plan) and probes every pair of them per record before the
         node order filters them: the 11-itemsets of 100,000 CDR-like users (122,551 of them)
         took 19.0 s that way and 0.8 s in the written order, the 9-itemsets 1.9 s against
-        0.9 s. (Up to 6 nodes its own order is as fast or faster: 0.39 s against 0.52 s.)"""
+        0.9 s. (Below ``left_deep_from`` nodes its own order is as fast or faster.)"""
         previous = self.execute("SELECT current_setting('disabled_optimizers')",
                                 fetch=True)[0][0]
         disabled = [name for name in str(previous or "").split(",") if name.strip()]

@@ -10,7 +10,6 @@ import pytest
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
-from setanon_sql.models.km import itemsets
 from tests.conftest import write
 from tests.oracle import km_oracle
 from tests.support.hierarchies import random_hierarchy
@@ -63,10 +62,10 @@ def test_exact_km_passes_the_oracle(db: Backend, tmp_path: Path, seed: int) -> N
 def test_exact_km_with_every_enumeration_joined_left_deep(db: Backend, tmp_path: Path,
                                                           seed: int,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The enumerations of 7 or more nodes join in the written order
-    (``itemsets.enumeration_joins``); the random cases are smaller, so every enumeration is
+    """Deep enumerations join in the written order (``itemsets.enumeration_joins``, from the
+    engine's ``left_deep_from`` nodes); the random cases are smaller, so every enumeration is
     made to, and the run still passes the oracle and verify."""
-    monkeypatch.setattr(itemsets, "LEFT_DEEP_FROM", 1)
+    monkeypatch.setattr(db, "left_deep_from", 1)
     test_exact_km_passes_the_oracle(db, tmp_path, seed)
 
 

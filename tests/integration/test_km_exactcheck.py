@@ -19,7 +19,6 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.io.published import published
 from setanon_sql.models import require_model
-from setanon_sql.models.km import itemsets
 from setanon_sql.models.km.exactcheck import share_bound, share_bounds
 from setanon_sql.models.km.itemsets import (
     MAX_EXACT_TERMS_SIZE,
@@ -130,9 +129,10 @@ def test_sizes_certified_by_enumeration_meet_sigma(db: Backend, tmp_path: Path,
 @pytest.mark.parametrize("seed", [1, 2])
 def test_certified_sizes_with_every_enumeration_joined_left_deep(
         db: Backend, tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The certificate, steering, Ω's floor and verify enumerate left-deep from 7 nodes
-    (``itemsets.enumeration_joins``); made to at every size, the sizes still meet σ."""
-    monkeypatch.setattr(itemsets, "LEFT_DEEP_FROM", 1)
+    """The certificate, steering, Ω's floor and verify enumerate left-deep from the engine's
+    ``left_deep_from`` nodes (``itemsets.enumeration_joins``); made to at every size, the sizes
+    still meet σ."""
+    monkeypatch.setattr(db, "left_deep_from", 1)
     test_sizes_certified_by_enumeration_meet_sigma(db, tmp_path, seed)
 
 

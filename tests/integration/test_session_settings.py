@@ -156,3 +156,19 @@ def test_left_deep_joins_turn_duckdbs_join_order_off_in_the_block_only(already: 
         raise ZeroDivisionError
     assert disabled() == already
     backend.close()
+
+
+@pytest.mark.postgres
+def test_left_deep_joins_keep_postgres_joins_as_written_in_the_block_only(
+        pg_server_url: str | None) -> None:
+    """Inside ``left_deep_joins`` PostgreSQL's join_collapse_limit is 1 (the written chain);
+    after the block, also one left by an error, it is what it was."""
+    with connect(_require_pg(pg_server_url), "s") as backend:
+        before = _setting(backend, "join_collapse_limit")
+        assert before != "1"
+        with backend.left_deep_joins():
+            assert _setting(backend, "join_collapse_limit") == "1"
+        assert _setting(backend, "join_collapse_limit") == before
+        with pytest.raises(ZeroDivisionError), backend.left_deep_joins():
+            raise ZeroDivisionError
+        assert _setting(backend, "join_collapse_limit") == before

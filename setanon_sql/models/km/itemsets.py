@@ -24,13 +24,6 @@ from setanon_sql.sqlrender import identifier, union_all, with_alias
 if TYPE_CHECKING:
     from setanon_sql.backends.base import Backend
 
-# A statement enumerating every itemset of at least this many nodes of its records joins
-# left-deep (:func:`enumeration_joins`). DuckDB, the 15-region cut of 100,000 CDR-like users,
-# its own plan against left-deep: 6 nodes 0.39 / 0.52 s, 7 0.60 / 0.57, 8 1.45 / 0.87,
-# 9 1.9 / 0.9, 10 3.3 / 0.8, 11 19.0 / 0.8 s. (Enumerations from an anchor, the ones holding
-# a changed node, are as fast either way: 11 nodes 0.54 / 0.51 s.)
-LEFT_DEEP_FROM = 7
-
 
 def _col(alias: str, name: str) -> exp.Column:
     return exp.Column(this=identifier(name), table=identifier(alias))
@@ -54,10 +47,14 @@ def enumeration_rows(lengths: list[tuple[int, int]], ell: int) -> int:
 
 def enumeration_joins(backend: Backend, deepest: int) -> AbstractContextManager[None]:
     """How to plan a statement whose deepest enumeration of every itemset of its records has
-    ``deepest`` nodes: one join at a time in the written order from LEFT_DEEP_FROM nodes on
-    (:meth:`.Backend.left_deep_joins`), each join keeping only the itemsets that grow in node
-    order; below it, as the engine likes."""
-    return backend.left_deep_joins() if deepest >= LEFT_DEEP_FROM else nullcontext()
+    ``deepest`` nodes: one join at a time in the written order from the engine's
+    ``left_deep_from`` nodes on (:meth:`.Backend.left_deep_joins`), each join keeping only the
+    itemsets that grow in node order; below it, as the engine likes. (Enumerations grown from
+    an anchor, the ones holding a changed node, are as fast either way: DuckDB, 11 nodes of
+    100,000 CDR-like users, 0.54 / 0.51 s; they do not come here.)"""
+    start = backend.left_deep_from
+    return (backend.left_deep_joins() if start is not None and deepest >= start
+            else nullcontext())
 
 
 def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
