@@ -24,6 +24,11 @@ def _int(value: int) -> exp.Expr:
     return exp.Literal.number(value)
 
 
+def _position_bound(alias: str, k: int, ell: int) -> exp.Expr:
+    """j_k = len - ℓ + k: the k-th draw of Floyd's algorithm is uniform in [1, j_k]."""
+    return exp.Add(this=exp.column("len", alias), expression=_int(k - ell))
+
+
 @dataclass
 class PositionSampler(Sampler):
     """A Sampler whose per-proposal work is ℓ rows, not |r| (see the module docstring).
@@ -54,24 +59,30 @@ class PositionSampler(Sampler):
                  subs: exp.Table) -> None:
         numbered = self._numbered()
         b = self.backend
-        query = (exp.select("p.pid", "p.record_id", "n.len")
+        # t_k = 1 + floor(u_k * j_k), j_k = len - ℓ + k: every draw in the first step (one md5
+        # each), then s_k = j_k if t_k is kept already, else t_k, one step per k. Each step is
+        # fenced (Backend.fenced): it tests the steps before it, which must not be recomputed.
+        draws = [exp.Add(this=_int(1), expression=exp.cast(exp.Floor(this=exp.Mul(
+            this=uniform(b, exp.Literal.string("pos"), exp.Placeholder(this="seed"),
+                         exp.Placeholder(this="ell"), exp.Placeholder(this="round"),
+                         exp.column("pid", "p"), _int(k)),
+            expression=exp.paren(_position_bound("n", k, ell)))), "BIGINT")).as_(f"t{k}")
+            for k in range(1, ell + 1)]
+        query = (exp.select("p.pid", "p.record_id", "n.len", *draws)
                  .from_(with_alias(props, "p"))
                  .join(with_alias(numbered, "n"),
                        on=exp.condition("n.record_id = p.record_id AND n.pos = 1")))
         for k in range(1, ell + 1):
-            # j = len - ℓ + k; t = 1 + floor(u * j); s_k = j if t is kept already, else t.
-            j = exp.Add(this=exp.column("len", "q"), expression=_int(k - ell))
-            u = uniform(b, exp.Literal.string("pos"), exp.Placeholder(this="seed"),
-                        exp.Placeholder(this="ell"), exp.Placeholder(this="round"),
-                        exp.column("pid", "q"), _int(k))
-            t = exp.Add(this=_int(1), expression=exp.cast(
-                exp.Floor(this=exp.Mul(this=u, expression=exp.paren(j.copy()))), "BIGINT"))
+            t = exp.column(f"t{k}", "q")
             kept = [exp.column(f"s{i}", "q") for i in range(1, k)]
             pick = (exp.Case(ifs=[exp.If(this=exp.In(this=t.copy(), expressions=kept),
-                                         true=j.copy())], default=t)
+                                         true=_position_bound("q", k, ell))], default=t)
                     if kept else t)
             query = exp.select(exp.Star(), exp.cast(pick, "BIGINT").as_(f"s{k}")).from_(
-                query.subquery("q"))
+                b.fenced(query).subquery("q"))
+        query = exp.select("q.pid", "q.record_id",
+                           *(exp.column(f"s{k}", "q") for k in range(1, ell + 1))).from_(
+            b.fenced(query).subquery("q"))
         # The positions are written once, then read by ℓ branches: a union over the chain as a
         # subquery recomputed s_1..s_k in its k-th branch (ℓ(ℓ + 1) / 2 md5s a proposal, not ℓ;
         # 1 M users, 2 M proposals of 5 items: 14.0 s, 6.4 s with the table; 1 M of 11 items:
