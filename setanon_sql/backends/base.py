@@ -285,8 +285,9 @@ class Backend(ABC):
     def fenced(self, query: exp.Select) -> exp.Select:
         """``query``, to be read as a subquery whose columns the engine computes once: for a
         chain of subqueries where each step's column is tested against the earlier steps'
-        (Floyd's positions, :mod:`.models.km.positions`). DuckDB and Spark compute each
-        projection once; PostgreSQL overrides it. The rows are the same either way."""
+        (Floyd's positions, :mod:`.models.km.positions`), or a value a join tests several
+        times (the sampler's draws). DuckDB and Spark compute each projection once;
+        PostgreSQL overrides it. The rows are the same either way."""
         return query
 
     #: The fewest nodes from which a full enumeration of the records' itemsets joins left-deep
