@@ -7,8 +7,8 @@ enumerate), prints the shape of that table (records, nodes, record lengths, dist
 and, for each size s of ``--sizes``, the s-itemsets of the records (``itemsets.
 itemset_occurrences``, counted) timed under DuckDB's own plan and with its join-order optimizer
 off. With ``--postgres`` the same table is copied to a PostgreSQL server
-(``tests/support/pg_server.py``) and timed with the planner's default ``join_collapse_limit`` and
-with 1 (the written order). Figures only: no assertions.
+(``tests/support/pg_server.py``) and timed through setanon's session, under the planner's own
+order and ``left_deep_joins`` (``join_collapse_limit`` = 1). Figures only: no assertions.
 
 Usage (from the repository root)::
 
@@ -61,13 +61,20 @@ def shape(db: Backend, counts: exp.Table) -> str:
             f"max {longest}, distinct node sets {sets:,}")
 
 
-def duckdb_timed(db: Backend, counts: exp.Table, size: int,
-                 left_deep: bool) -> tuple[int, float]:
-    """(s-itemsets, seconds) under DuckDB's own plan or in the written order."""
+def timed(db: Backend, counts: exp.Table, size: int, left_deep: bool) -> tuple[int, float]:
+    """(s-itemsets, seconds) under the engine's own plan or in the written order (the
+    package's ``left_deep_joins``, as km runs it)."""
     with db.left_deep_joins() if left_deep else contextlib.nullcontext():
         started = time.perf_counter()
         rows = int(db.scalar(counted(counts, size)))
         return rows, time.perf_counter() - started
+
+
+def print_sizes(engine: str, db: Backend, counts: exp.Table, sizes: list[int]) -> None:
+    for size in sizes:
+        rows, own = timed(db, counts, size, left_deep=False)
+        _, written = timed(db, counts, size, left_deep=True)
+        print(f"| {engine} | {size} | {rows:,} | {own:.2f} | {written:.2f} |", flush=True)
 
 
 def main() -> None:
@@ -81,6 +88,9 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     db = api.open_database(f"duckdb:///{args.db}", "km_bench")
     dataset = api.find_dataset(db, args.dataset)
+    if dataset is None:
+        sys.exit(f"{args.db} holds no dataset named {args.dataset!r}: pass --dataset as "
+                 "bench_km.py loaded it (cdr, bms2, retail)")
     run_id = args.run or list_runs(db, args.dataset)[-1]["run_id"]
     run = api.get_run(db, dataset, run_id)
     original = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
@@ -92,10 +102,7 @@ def main() -> None:
         print(f"# {args.dataset}, run {run_id}, its published cut: {shape(db, counts)}")
         print("| engine | s | s-itemsets | own plan s | written order s |")
         print("|---|---|---|---|---|")
-        for size in sizes:
-            rows, own = duckdb_timed(db, counts, size, left_deep=False)
-            _, written = duckdb_timed(db, counts, size, left_deep=True)
-            print(f"| duckdb | {size} | {rows:,} | {own:.2f} | {written:.2f} |", flush=True)
+        print_sizes("duckdb", db, counts, sizes)
         if args.postgres:
             records = db.query(exp.select("record_id", "node_id", "c").from_(counts.copy()))
             postgres(records, sizes)
@@ -106,7 +113,8 @@ def main() -> None:
 
 
 def postgres(records: list[tuple[int, ...]], sizes: list[int]) -> None:
-    """The same counts on a scratch PostgreSQL server: default join_collapse_limit against 1."""
+    """The same counts on a scratch PostgreSQL server, through setanon's own session (its
+    work_mem and jit settings): the planner's own order against ``left_deep_joins``."""
     import psycopg
 
     from tests.support.pg_server import postgres_url
@@ -115,26 +123,20 @@ def postgres(records: list[tuple[int, ...]], sizes: list[int]) -> None:
         if url is None:
             print("no PostgreSQL available: skipping it", file=sys.stderr)
             return
-        with psycopg.connect(url, autocommit=True) as con:
-            con.execute("DROP TABLE IF EXISTS jo_counts")
-            con.execute("CREATE TABLE jo_counts (record_id bigint, node_id bigint, c bigint)")
-            with con.cursor().copy("COPY jo_counts FROM STDIN") as copy:
-                for row in records:
-                    copy.write_row(row)
-            con.execute("ANALYZE jo_counts")
-            default = con.execute("SHOW join_collapse_limit").fetchone()
-            table = exp.Table(this=exp.to_identifier("jo_counts"))
-            for size in sizes:
-                sql = counted(table, size).sql("postgres")
-                figures = []
-                for limit in (str(default[0] if default else 8), "1"):
-                    con.execute("SELECT set_config('join_collapse_limit', %s, false)", (limit,))
-                    started = time.perf_counter()
-                    rows = con.execute(sql).fetchone()
-                    figures.append(time.perf_counter() - started)
-                print(f"| postgres | {size} | {rows[0] if rows else 0:,} | {figures[0]:.2f} | "
-                      f"{figures[1]:.2f} |", flush=True)
-            con.execute("DROP TABLE jo_counts")
+        db = api.open_database(url, "km_join_order")
+        table = db.table("jo_counts")
+        try:
+            name = table.sql(dialect="postgres")
+            with psycopg.connect(url, autocommit=True) as con:  # a bulk COPY: no API for it
+                con.execute(f"CREATE TABLE {name} (record_id bigint, node_id bigint, c bigint)")
+                with con.cursor().copy(f"COPY {name} FROM STDIN") as copy:
+                    for row in records:
+                        copy.write_row(row)
+            db.analyze(table)
+            print_sizes("postgres", db, table, sizes)
+        finally:
+            db.drop_table(table)
+            db.close()
 
 
 if __name__ == "__main__":
