@@ -7,8 +7,8 @@ D' is safe for it iff conf_{D'}(Q -> e) <= ρ for every e ∈ E_u \\ Q, or supp_
 SAMPLESUPPRESSOR (Alg. 2) stops when n_S sampled adversaries per ℓ <= m are all safe, which gives
 (ε, δ)-ρ^m-uncertainty (Def. 6, Thm. 7), or with ``--stop-rule bound`` when a confidence bound
 puts every ℓ's unsafe share below ε (see sampler.py). The output is a record-by-record subset of
-the input. With the same E_u for everyone, SUPPRESSOR is the rho model's suppressor with
-H_dist (see staged.py).
+the input. SUPPRESSOR runs by the rho model's suppressor (with the same E_u for everyone it is
+H_dist; a personalized E keeps only the rules someone can use): see staged.py.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def anonymize(backend: Backend, dataset: Dataset, params: dict[str, Any],
         final, history, sampled = run_sample_suppressor(backend, context, chosen, constraint,
                                                         base, istat0)
         context.figures.update(sampled)
-    elif staged_applies(constraint, chosen):
+    elif staged_applies(chosen):
         final, history = run_staged(backend, context, chosen, constraint, items, base)
     else:
         shape = check_shape(backend, items, chosen.m)

@@ -1,4 +1,4 @@
-"""SUPPRESSOR for a constraint that is the same for every record, by the rho model's suppressor.
+"""SUPPRESSOR (``--choice paper``) by the rho model's suppressor, for every kind of constraint.
 
 When E_u = S for every u (``--setting fixed`` and ``fixed+``), an adversary (u, Q) with
 Q ⊆ D_u can use a rule Q -> e iff e ∈ S \\ Q and supp_{D'}(Q) > 0: every Q of D' lies in some
@@ -13,10 +13,14 @@ reach, qids of growing size in stages (Alg. 1 l.5 also goes ℓ = 1 .. max; :mod
 The last stage ends only when a count from scratch finds no unsafe rule with a qid of up to m
 items (Alg. 1 l.3-4).
 
+A personalized constraint (E_u per record) runs the same way with one more test: a rule
+Q -> e found unsafe is sanitized only if an original record u ⊇ Q has e ∈ E_u
+(:class:`.relevance.Relevance`), which depends on D and E only; the possible consequents are
+then every item in some E_u.
+
 Why: the single pass of :mod:`.suppressor` counts every itemset of up to m + 1 items in every
 round; on 1M Quest records at ``--m 3`` its first round ran DuckDB out of 10 GB (BENCHMARKS.md,
-prho at scale). A personalized constraint keeps that pass: which rules someone must be
-protected from depends on the original records holding Q (:func:`.rules.exact_rules`).
+prho at scale). It is kept for ``--choice fewest``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
+from setanon_sql.models.prho.relevance import Relevance
+from setanon_sql.models.prho.rules import original_levels
 from setanon_sql.models.rho.check import (
     CheckShape,
     check_shape,
@@ -39,14 +45,14 @@ from setanon_sql.models.rho.stages import run_stages
 from setanon_sql.runs import RunContext
 
 
-def staged_applies(constraint: Constraint, chosen: PrhoParams) -> bool:
+def staged_applies(chosen: PrhoParams) -> bool:
     """Whether SUPPRESSOR (the exact check; the caller has ruled out SAMPLESUPPRESSOR) runs by
-    the rho model's suppressor: E_u the same for everyone and d chosen by eq. 8.
+    the rho model's suppressor: d chosen by eq. 8, whatever the constraint.
 
     ``--choice fewest`` (the smallest N_s, records shared with other rules first) has no
     counterpart among the rho model's heuristics, so it keeps the single pass.
     """
-    return not constraint.per_record and chosen.choice == "paper"
+    return chosen.choice == "paper"
 
 
 # The most (record, itemset) rows one stage enumerates from the input; above it, stages. The
@@ -89,9 +95,14 @@ def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
         return base, []
     params = RhoParams(rho=chosen.rho, m=chosen.m, heuristic="dist", b_max=None, t_max=None,
                        sensitive=None, sensitive_fraction=None, column=chosen.column)
+    olevels = (original_levels(backend, context.table, base, shape.max_q)
+               if constraint.per_record else [])
+    relevance = (Relevance(backend, constraint, tuple(olevels)) if constraint.per_record
+                 else None)
     final, history, stages, mismatches = run_stages(
         backend, context, params, conseq, base, shape.width, shape.max_q,
-        last_only=one_stage_within_reach(histogram, shape))
-    backend.drop_table(conseq)
+        last_only=one_stage_within_reach(histogram, shape), rule_filter=relevance)
+    for work in (conseq, *olevels):
+        backend.drop_table(work)
     context.figures.update({"stages": stages, "support_mismatches": mismatches})
     return final, history

@@ -1,5 +1,8 @@
 """SUPPRESSOR (Nakagawa et al. Alg. 1) for personalized ρ^m-uncertainty, one SQL pass per round.
 
+Used for ``--choice fewest``; ``--choice paper`` runs by the rho model's suppressor
+(:mod:`.staged`), which counts the supports once instead of in every round.
+
 A round finds every sensitive rule Q -> {e} (|Q| <= m) of D' with conf > ρ that some adversary
 (u, Q), Q ⊆ D_u, e ∈ E_u can use (l.5-7, all ℓ and u at once), and suppresses for all of them
 that no rule of higher rank interferes with (l.10-14; :func:`.rules.suppress`). The loop ends

@@ -42,8 +42,23 @@ def _in_delta(delta: exp.Table, columns: list[str], width: int) -> exp.Exists:
                       .where(exp.and_(*match)))
 
 
+def _changed_qid_parts(supx: exp.Table, changed: exp.Table, sens: exp.Table, win: exp.Table,
+                       width: int, max_q: int) -> list[exp.Select]:
+    return [rules_for_position(supx, sens, win, width, j, max_q,
+                               y_source=with_alias(changed, "y"), counted=False)
+            for j in range(1, width + 1)]
+
+
+def changed_qid_rules_query(supx: exp.Table, changed: exp.Table, sens: exp.Table,
+                            win: exp.Table, width: int, max_q: int) -> exp.Query:
+    """The rules, unsafe now, whose q is one of the round's changed itemsets (kind (3) of
+    :func:`kept_rules_query`): one scan of the support table per position of e."""
+    return union_all(_changed_qid_parts(supx, changed, sens, win, width, max_q))
+
+
 def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, changed: exp.Table,
-                     sens: exp.Table, win: exp.Table, width: int, max_q: int) -> exp.Select:
+                     sens: exp.Table, win: exp.Table, width: int, max_q: int,
+                     fresh: exp.Query | None = None) -> exp.Select:
     """The unsafe rules after the round whose supports are in ``delta``; needs :num, :den.
 
     ``changed`` holds the support rows of the delta's itemsets (:func:`changed_query`). Three
@@ -54,6 +69,8 @@ def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, change
     joined with the changed qids. An earlier version also found (2) afresh, by scanning the
     support table once more per position, and read the changed rows by a join with the
     support table in every part of the query: 4·width scans a round where this takes width + 1.
+    ``fresh``: the rules of kind (3) as the caller wants them (a subset of
+    :func:`changed_qid_rules_query`, e.g. only the rules someone can use); by default all.
     """
     names = rule_columns(width)
     q_cols = [f"q{p}" for p in range(1, width)]
@@ -73,9 +90,10 @@ def kept_rules_query(rules: exp.Table, supx: exp.Table, delta: exp.Table, change
                                 (placeholder("den") * lowered.copy())
                                 > (placeholder("num") * col("sq", "r")))))
     parts: list[exp.Query] = [untouched, retested]
-    for j in range(1, width + 1):
-        parts.append(rules_for_position(supx, sens, win, width, j, max_q,
-                                        y_source=with_alias(changed, "y"), counted=False))
+    if fresh is None:
+        parts += _changed_qid_parts(supx, changed, sens, win, width, max_q)
+    else:
+        parts.append(exp.select(*(col(c) for c in names)).from_(fresh.subquery("f")))
     both = union_all(parts)
     return numbered_rules(exp.select(*(col(c) for c in names)).from_(both.subquery("n")),
                           width)

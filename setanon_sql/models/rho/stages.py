@@ -27,22 +27,23 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.check import check_stage
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.suppressor import Suppressor
+from setanon_sql.models.rho.suppressor import RuleFilter, Suppressor
 from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
 
 
 def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: exp.Table,
                base: exp.Table, width: int, max_q: int, start: exp.Table | None = None,
-               last_only: bool = False
+               last_only: bool = False, rule_filter: RuleFilter | None = None
                ) -> tuple[exp.Table, list[dict[str, Any]], list[dict[str, Any]], int]:
     """Stages for qid sizes 1 .. max_q (widths 2 .. ``width``); the last one is the real check.
 
     ``base`` is T0; the first stage starts from ``start`` (long records trimmed, dropped once
     replaced) or from ``base``. ``last_only``: the last stage alone, every qid size at once
-    (the caller knows its enumeration of the input is within reach). Returns the final table,
-    the history of every round (with its stage), one summary per stage, and the support
-    mismatches found by the final recounts (0 when all is well).
+    (the caller knows its enumeration of the input is within reach). ``rule_filter``: only
+    the unsafe rules it keeps are sanitized (:class:`.suppressor.Suppressor`). Returns the
+    final table, the history of every round (with its stage), one summary per stage, and the
+    support mismatches found by the final recounts (0 when all is well).
     """
     cur, mismatches = start if start is not None else base, 0
     history: list[dict[str, Any]] = []
@@ -54,7 +55,8 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
                          f"{rows:,} (record, itemset) rows")
         suppressor = Suppressor(backend, context, params, sens, stage_width, stage_q,
                                 stage=stage_width - 1, round_offset=len(history),
-                                recount_at_end=stage_width == width)
+                                recount_at_end=stage_width == width,
+                                rule_filter=rule_filter)
         # Each round's subtraction joins the whole support table to a small delta on the
         # itemset's key; PostgreSQL chose a merge join that sorted all 12M supports of whole
         # BMS-WebView-2 at --m 3 every round (20-30 s for a 54k-row delta, BENCHMARKS.md).

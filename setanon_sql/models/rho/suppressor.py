@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlglot import exp
 
@@ -46,8 +46,18 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, unsafe_rules_query, xs
-from setanon_sql.models.rho.rulekeep import changed_query, kept_rules_query
+from setanon_sql.models.rho.qids import (
+    build_supports,
+    numbered_rules,
+    unnumbered_rules_query,
+    unsafe_rules_query,
+    xs,
+)
+from setanon_sql.models.rho.rulekeep import (
+    changed_qid_rules_query,
+    changed_query,
+    kept_rules_query,
+)
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
     blocked_rules_query,
@@ -73,12 +83,31 @@ SETTLE_MAX_BLOCKED = 100_000
 COLLAPSE_ONE_HOLDER_RULES = True
 WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "held", "rejected", "waiting0", "waiting1", "dels", "changed",
-               "gone")
+               "gone", "found_rules")
+
+
+class RuleFilter(Protocol):
+    """Which of the unsafe rules found afresh need sanitizing (personalized ρ^m-uncertainty:
+    only those some adversary can use, :class:`..prho.relevance.Relevance`).
+
+    Whether a rule needs it may depend only on the rule, not on the current data: the rules
+    kept from the round before were filtered when they were found.
+    """
+
+    def keep(self, found: exp.Table, width: int) -> exp.Select:
+        """The rows of ``found`` (rules without rule_id) that need sanitizing."""
+
+    def params(self) -> dict[str, Any]:
+        """The bind parameters :meth:`keep`'s query uses."""
 
 
 @dataclass
 class Suppressor:
-    """One run of the partial suppressor over ``base`` (record_id, item_id, part)."""
+    """One run of the partial suppressor over ``base`` (record_id, item_id, part).
+
+    ``rule_filter``: sanitize only the unsafe rules it keeps (None: every unsafe rule, Jia et
+    al.'s model).
+    """
 
     backend: Backend
     context: RunContext
@@ -97,6 +126,7 @@ class Suppressor:
     rebuilds: int = 0
     indexed: str = ""
     recount_at_end: bool = True
+    rule_filter: RuleFilter | None = None
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
@@ -152,8 +182,7 @@ class Suppressor:
             # Without indexes (after a large delta) every join here should hash: see
             # Backend.hash_joins_only.
             with backend.hash_joins_only() if not self.indexed else nullcontext():
-                rules = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens,
-                                                     win, self.width, self.max_q), rules)
+                rules = self._kept_rules(rules, supx, delta, changed, win)
             following = self._fresh(f"cur{self.stage}x{round_no % 2}")
             self._build(following, "rho_apply", tables={"cur": cur, "dels": dels})
             if cur is not base:
@@ -181,15 +210,46 @@ class Suppressor:
         # one qid, so every qid lands in buffer 0).
         b_max = self.params.b_max or max(1, self.support_rows)
         self._build(win, "rho_windows", {"m": self.max_q, "b_max": b_max}, {"supx": supx})
-        rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width, self.max_q),
-                            None)
+        if self.rule_filter is None:
+            rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width,
+                                                   self.max_q), None)
+            return supx, win, rules
+        found = self._found(unnumbered_rules_query(supx, self.sens, win, self.width,
+                                                   self.max_q))
+        rules = self._rules(numbered_rules(self.rule_filter.keep(found, self.width), self.width),
+                            None, self.rule_filter.params())
+        self.backend.drop_table(found)
         return supx, win, rules
 
-    def _rules(self, query: exp.Select, previous: exp.Table | None) -> exp.Table:
-        """Materialize the unsafe rules (alternating tables; the previous one is dropped)."""
+    def _kept_rules(self, rules: exp.Table, supx: exp.Table, delta: exp.Table,
+                    changed: exp.Table, win: exp.Table) -> exp.Table:
+        """The unsafe rules after a round (:func:`.rulekeep.kept_rules_query`); with a
+        ``rule_filter``, the ones found afresh are filtered first."""
+        if self.rule_filter is None:
+            return self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
+                                                self.width, self.max_q), rules)
+        found = self._found(changed_qid_rules_query(supx, changed, self.sens, win, self.width,
+                                                    self.max_q))
+        kept = self._rules(kept_rules_query(rules, supx, delta, changed, self.sens, win,
+                                            self.width, self.max_q,
+                                            fresh=self.rule_filter.keep(found, self.width)),
+                           rules, {**self._rho(), **self.rule_filter.params()})
+        self.backend.drop_table(found)
+        return kept
+
+    def _found(self, query: exp.Query) -> exp.Table:
+        """The unsafe rules of ``query`` before the ``rule_filter`` (a work table)."""
+        found = self._fresh("found_rules")
+        self._build(found, query, self._rho())
+        return found
+
+    def _rules(self, query: exp.Select, previous: exp.Table | None,
+               params: Params = None) -> exp.Table:
+        """Materialize the unsafe rules (alternating tables; the previous one is dropped).
+        ``params``: the query's bind parameters (default :num, :den)."""
         self.rule_tables += 1
         rules = self._fresh(f"rules{self.rule_tables % 2}")
-        self._build(rules, query, self._rho())
+        self._build(rules, query, self._rho() if params is None else params)
         if previous is not None:
             self.backend.drop_table(previous)
         return rules
