@@ -121,6 +121,19 @@ def test_a_stage_out_of_reach_is_refused_with_the_m_that_fits(
         check.check_stage(db, items, sens, 4, 3, 3)
 
 
+def test_original_qids_counted_and_refused_out_of_reach(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A personalized verify joins the input's qids of up to |Q| items: their rows are the
+    subsets of each record, C(4,1) + C(4,2) + C(3,1) + C(3,2) = 16 here."""
+    dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3 4\n1 2 3\n"), "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    assert check.check_original_levels(db, items, 2) == 4 + 6 + 3 + 3
+    monkeypatch.setattr(check, "MAX_SECONDS", 0.0)
+    with pytest.raises(UsageError, match=r"qids of up to 2 items are about 16 .*up to 4 items"
+                                         r".*smaller --m"):
+        check.check_original_levels(db, items, 2)
+
+
 def test_a_first_stage_out_of_reach_suggests_shorter_records(
         db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3\n1 2\n"), "d")

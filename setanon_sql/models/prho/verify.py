@@ -30,7 +30,7 @@ from setanon_sql.models.prho.build import build_constraint
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams, parse_params
 from setanon_sql.models.prho.rules import exact_rules, original_levels
-from setanon_sql.models.rho.check import check_shape
+from setanon_sql.models.rho.check import check_original_levels, check_shape
 from setanon_sql.models.rho.qids import col
 from setanon_sql.stats.binomial import decide
 
@@ -87,14 +87,19 @@ def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items:
            constraint: Constraint, chosen: Any) -> tuple[bool, str, dict[str, Any]]:
     conseq = table("conseq")
     backend.materialize(conseq, constraint.consequents())
-    # The enumeration is of the published table (and, when E_u differs between records, of
-    # the input's itemsets of up to m items); its level above m only holds itemsets with a
-    # possible consequent.
-    shape = check_shape(backend, items if constraint.per_record else cur, chosen.m, conseq)
+    # The enumeration is of the published table: a rule Q -> e of positive confidence has
+    # Q + {e} inside a published record, so its longest record bounds |Q| + 1, whatever the
+    # input's records are; the level above m only holds itemsets with a possible consequent.
+    # When E_u differs between records, the input's itemsets of up to that |Q| are joined in
+    # (who holds Q), counted once. (The input's shape used to bound both: with every item a
+    # possible consequent that refused 1M Quest records at --m 3, 639M rows, after the run.)
+    shape = check_shape(backend, cur, chosen.m, conseq)
     unsafe = 0
     if shape.width >= 2:
-        olevels = (original_levels(backend, table, base,
-                                               min(shape.max_q, shape.width - 1))
+        largest_q = min(shape.max_q, shape.width - 1)
+        if constraint.per_record:
+            check_original_levels(backend, items, largest_q)
+        olevels = (original_levels(backend, table, base, largest_q)
                    if constraint.per_record else [])
         rules = table("rules")
         exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,

@@ -150,6 +150,23 @@ def check_shape(backend: Backend, items: exp.Table, m: int | None,
     return CheckShape(width, max_q, rows)
 
 
+def check_original_levels(backend: Backend, items: exp.Table, max_q: int) -> int:
+    """Rows of every (record, itemset of up to ``max_q`` items) of ``items``: the original
+    records' qids a personalized check joins its rules with (:func:`..prho.rules.
+    original_levels`); a UsageError if enumerating them once is out of reach."""
+    histogram = length_histogram(backend, items, None)
+    rows = pruned_rows(histogram, max_q, max_q)
+    seconds = rows / COUNT_ROWS_PER_SECOND
+    if seconds > MAX_SECONDS:
+        longest = max((length for length, _ in histogram), default=0)
+        raise UsageError(
+            f"the input's qids of up to {max_q} items are about {rows:,} (record, itemset) "
+            f"rows (records have up to {longest} items), an estimated {seconds / 3600:,.1f} "
+            f"hours at the measured rate (limit {MAX_SECONDS / 3600:g} h): bound the "
+            f"adversary's knowledge with a smaller --m")
+    return rows
+
+
 def check_stage(backend: Backend, cur: exp.Table, sens: exp.Table, width: int, max_q: int,
                 m: int | None) -> int:
     """Rows the stage of qids up to ``max_q`` items enumerates from ``cur`` (the data as the
