@@ -2,6 +2,7 @@
 
 Usage: python bench/profile_rho.py --data bms1 [--m 2] [--heuristic mine] [--backend URL]
        [--rho 0.7] [--fraction 0.4] [--top 25] [--verify]
+       [--model prho --setting personalized]  (personalized rho by the same suppressor)
 
 Statements are grouped by the work table they create or update (``r<run>_<purpose>``, digits
 stripped: ``lvl1..lvl4`` -> ``lvl``, ``cur0/cur1`` -> ``cur``, ``supx1r0`` -> ``supx``) or by the
@@ -81,6 +82,9 @@ def main() -> None:
                         help="bms1, bms2, retail, or a dataset already in the database")
     parser.add_argument("--file", default=None, help="a FIMI file instead of --data's")
     parser.add_argument("--heuristic", default="mine")
+    parser.add_argument("--model", default="rho", choices=("rho", "prho"))
+    parser.add_argument("--setting", default="fixed",
+                        help="prho: fixed, fixed+, personalized or personalized+")
     parser.add_argument("--rho", type=float, default=0.7)
     parser.add_argument("--fraction", type=float, default=0.4)
     parser.add_argument("--m", type=int, default=None)
@@ -90,6 +94,8 @@ def main() -> None:
     parser.add_argument("--b-max", type=int, default=None, help="the qid buffer's capacity")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--verify", action="store_true")
+    parser.add_argument("--slowest", type=int, default=0,
+                        help="also print the N slowest single statements, SQL abridged")
     parser.add_argument("--tail-below", type=int, default=None,
                         help="also sum the statements of the rounds that start with fewer "
                              "unsafe rules than this (a stage's tail)")
@@ -109,27 +115,33 @@ def main() -> None:
                          f"{args.backend}; generate it first (setanon "
                          "generate quest --schema rhoprof --name NAME)")
         dataset = api.load_transactions(db, Path(args.file) if args.file else FILES[name], name)
-    params = {"rho": args.rho, "sensitive_fraction": args.fraction, "heuristic": args.heuristic,
-              "m": args.m, "trim_above": args.trim_above, "b_max": args.b_max}
+    params: dict[str, object] = {"rho": args.rho, "sensitive_fraction": args.fraction}
+    if args.model == "rho":
+        params |= {"heuristic": args.heuristic, "m": args.m, "trim_above": args.trim_above,
+                   "b_max": args.b_max}
+    else:
+        params |= {"setting": args.setting, "m": args.m or "all"}
     db.statement_log = []
     printer = Printer(db.statement_log)
     started = time.perf_counter()
     with reporting_to(printer):
-        api.anonymize(db, dataset, require_model("rho"), params, seed=args.seed)
+        api.anonymize(db, dataset, require_model(args.model), params, seed=args.seed)
     total = time.perf_counter() - started
     log, db.statement_log = db.statement_log, None
     run = api.get_run(db, dataset, "latest")
     f = run.figures
     bound = f"--m {args.m}" if args.m else f"--trim-above {args.trim_above}"
-    print(f"{name} {bound} {args.heuristic}: {total:.1f} s, {f['rounds']} rounds, "
-          f"suppressed {f['suppressed']} of {f['occurrences']} ({f['suppressed_share']:.3f})")
+    how = args.heuristic if args.model == "rho" else f"prho {args.setting}"
+    share = f["suppressed"] / f["occurrences"]
+    print(f"{name} {bound} {how}: {total:.1f} s, {f.get('rounds')} rounds, "
+          f"suppressed {f['suppressed']} of {f['occurrences']} ({share:.3f})")
     for key in ("qid_bound_m", "largest_qid_checked", "long_records", "count_rows",
                 "unique_rule_rows"):
         if key in f:
             print(f"  {key}: {f[key]}")
     print("\n| round | unsafe rules | ranked as one (collapsed) | suppressed | settling steps "
           "| seconds |\n|---|---|---|---|---|---|")
-    for entry in f["history"]:
+    for entry in f.get("history", []):
         print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
               f"{entry.get('rules_collapsed', '')} | "
               f"{entry.get('suppressed', '')} | {entry.get('settle_steps', '')} | "
@@ -139,6 +151,10 @@ def main() -> None:
         summarize(name, log[lo:hi], total, args.top)
     spans = [(unsafe, log[lo:hi])
              for (unsafe, lo), (_, hi) in pairwise([*printer.rounds, (0, len(log))])]
+    if args.slowest:
+        print(f"\n{args.slowest} slowest statements:\n")
+        for sql, seconds in sorted(log, key=lambda entry: -entry[1])[:args.slowest]:
+            print(f"- {seconds:.1f} s `{kind(sql)}`: {' '.join(sql.split())[:600]}")
     if args.tail_below is not None:
         tail = [part for unsafe, part in spans if 0 < unsafe < args.tail_below]
         summarize(f"{len(tail)} rounds with 1 to {args.tail_below - 1} unsafe rules",

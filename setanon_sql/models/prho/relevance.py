@@ -16,6 +16,7 @@ and goes by stages of growing qid size where one stage is out of reach.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,24 +48,33 @@ class Relevance:
         """The rules of ``found`` (columns part, q1..q_{width-1}, e, ...; a rule with a qid of
         k items has size k + 1 and q_{k+1}.. = 0) that some adversary can use.
 
-        One join per qid size k with the original level k on (part, Q), then the membership
-        of e in E_u of the records found; the distinct (part, Q, e) left pick the rules (a
+        The distinct (part, Q, e) that :func:`usable_rules_query` leaves pick the rules (a
         rule is its (part, Q, e): X = Q + {e}).
         """
         key = ["part", *(f"q{p}" for p in range(1, width)), "e"]
-        parts: list[exp.Query] = []
-        for k, level in enumerate(self.levels[:width - 1], start=1):
-            on = [col("part", "o").eq(col("part", "n")),
-                  *(col(f"x{j}", "o").eq(col(f"q{j}", "n")) for j in range(1, k + 1))]
-            query = (exp.select(*(col(c, "n") for c in key))
-                     .from_(with_alias(found, "n"))
-                     .join(with_alias(level, "o"), on=exp.and_(*on))
-                     .where(col("size", "n").eq(exp.Literal.number(k + 1))))
-            parts.append(self.constraint.member_filter(self.backend, query,
-                                                       col("record_id", "o"), col("e", "n"))
-                         .distinct())
-        keys = union_all(parts).subquery("k")
+        keys = usable_rules_query(self.backend, self.constraint, found,
+                                  self.levels[:width - 1], key).subquery("k")
         return (exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("f",
                                                                               quoted=True)))
                 .from_(with_alias(found, "f"))
                 .join(keys, on=exp.and_(*(col(c, "k").eq(col(c, "f")) for c in key))))
+
+
+def usable_rules_query(backend: Backend, constraint: Constraint, rules: exp.Table,
+                       levels: Sequence[exp.Table], columns: list[str]) -> exp.Query:
+    """The distinct ``columns`` of the rules Q -> e of ``rules`` with an original record
+    u ⊇ Q and e ∈ E_u (Alg. 1 l.7): one join per qid size k with the original level k
+    (``levels[k - 1]``) on (part, Q), then the membership of e in E_u of the records found.
+    Each part is made distinct on its own: a rule's size picks its part, so none repeats
+    another's rows when ``columns`` name the rule."""
+    parts: list[exp.Query] = []
+    for k, level in enumerate(levels, start=1):
+        on = [col("part", "o").eq(col("part", "r")),
+              *(col(f"x{j}", "o").eq(col(f"q{j}", "r")) for j in range(1, k + 1))]
+        query = (exp.select(*(col(c, "r") for c in columns))
+                 .from_(with_alias(rules, "r"))
+                 .join(with_alias(level, "o"), on=exp.and_(*on))
+                 .where(col("size", "r").eq(exp.Literal.number(k + 1))))
+        parts.append(constraint.member_filter(backend, query, col("record_id", "o"),
+                                              col("e", "r")).distinct())
+    return union_all(parts)

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint, md5_text
+from setanon_sql.models.prho.relevance import usable_rules_query
 from setanon_sql.models.rho.incremental import member_level_query, pivot_query
 from setanon_sql.models.rho.qids import (
     build_supports,
@@ -58,21 +59,6 @@ def original_levels(backend: Backend, table: TableFn, base: exp.Table,
     return levels
 
 
-def _relevant_ids(backend: Backend, constraint: Constraint, rules: exp.Table,
-                  olevels: list[exp.Table]) -> exp.Query:
-    """Ids of rules Q -> e with an original record u ⊇ Q and e ∈ E_u (Alg. 1 l.7)."""
-    parts: list[exp.Select] = []
-    for k, level in enumerate(olevels, start=1):
-        on = [col(f"q{j}", "r").eq(col(f"x{j}", "o")) for j in range(1, k + 1)]
-        query = (exp.select(col("rule_id", "r")).from_(with_alias(rules, "r"))
-                 .join(with_alias(level, "o"), on=exp.and_(*on))
-                 .where(col("size", "r").eq(exp.Literal.number(k + 1))))
-        parts.append(constraint.member_filter(backend, query, col("record_id", "o"),
-                                              col("e", "r")))
-    union = union_all(parts)
-    return exp.select(col("rule_id")).distinct().from_(union.subquery("i"))
-
-
 def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Constraint,
                 conseq: exp.Table, olevels: list[exp.Table], width: int, max_q: int,
                 rho: Fraction, target: exp.Table, keep_levels: bool = False) -> list[exp.Table]:
@@ -95,8 +81,8 @@ def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Co
         backend.materialize(every, query, rho_params(rho))
     if constraint.per_record:
         ids = fresh(backend, table, "ids")
-        backend.materialize(ids, _relevant_ids(backend, constraint, every, olevels),
-                            constraint.params())
+        backend.materialize(ids, usable_rules_query(backend, constraint, every, olevels,
+                                                    ["rule_id"]), constraint.params())
         backend.materialize(target, "prho_rules_from_ids", tables={"rules": every, "ids": ids})
         backend.drop_table(ids)
         backend.drop_table(every)

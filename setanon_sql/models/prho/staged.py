@@ -95,10 +95,11 @@ def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
         return base, []
     params = RhoParams(rho=chosen.rho, m=chosen.m, heuristic="dist", b_max=None, t_max=None,
                        sensitive=None, sensitive_fraction=None, column=chosen.column)
-    olevels = (original_levels(backend, context.table, base, shape.max_q)
-               if constraint.per_record else [])
-    relevance = (Relevance(backend, constraint, tuple(olevels)) if constraint.per_record
-                 else None)
+    olevels: list[exp.Table] = []
+    relevance: Relevance | None = None
+    if constraint.per_record:
+        olevels = original_levels(backend, context.table, base, shape.max_q)
+        relevance = Relevance(backend, constraint, tuple(olevels))
     final, history, stages, mismatches = run_stages(
         backend, context, params, conseq, base, shape.width, shape.max_q,
         last_only=one_stage_within_reach(histogram, shape), rule_filter=relevance)

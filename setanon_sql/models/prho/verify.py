@@ -97,10 +97,10 @@ def _exact(backend: Backend, table: Any, base: exp.Table, cur: exp.Table, items:
     unsafe = 0
     if shape.width >= 2:
         largest_q = min(shape.max_q, shape.width - 1)
+        olevels: list[exp.Table] = []
         if constraint.per_record:
             check_original_levels(backend, items, largest_q)
-        olevels = (original_levels(backend, table, base, largest_q)
-                   if constraint.per_record else [])
+            olevels = original_levels(backend, table, base, largest_q)
         rules = table("rules")
         exact_rules(backend, table, cur, constraint, conseq, olevels, shape.width, shape.max_q,
                     chosen.rho, rules)
