@@ -130,7 +130,10 @@ def main() -> None:
     log, db.statement_log = db.statement_log, None
     run = api.get_run(db, dataset, "latest")
     f = run.figures
-    bound = f"--m {args.m}" if args.m else f"--trim-above {args.trim_above}"
+    if args.m:
+        bound = f"--m {args.m}"
+    else:
+        bound = "--m all" if args.model == "prho" else f"--trim-above {args.trim_above}"
     how = args.heuristic if args.model == "rho" else f"prho {args.setting}"
     share = f["suppressed"] / f["occurrences"]
     print(f"{name} {bound} {how}: {total:.1f} s, {f.get('rounds')} rounds, "
