@@ -13,7 +13,11 @@ from setanon_sql.models.prho.adversaries import rules_query
 from setanon_sql.models.prho.constraint import threshold
 from setanon_sql.models.prho.params import count_lines, sample_size
 from setanon_sql.models.prho.sampler import next_tested, sweep_delta
-from setanon_sql.models.prho.staged import ONE_STAGE_MAX_ROWS, one_stage_within_reach
+from setanon_sql.models.prho.staged import (
+    ONE_STAGE_MAX_ROWS,
+    PER_RECORD_ROW_WEIGHT,
+    one_stage_within_reach,
+)
 from setanon_sql.models.rho.check import CheckShape
 from setanon_sql.sqlrender import qualified_table
 
@@ -89,3 +93,18 @@ def test_one_stage_only_where_its_enumeration_is_within_reach() -> None:
     records = ONE_STAGE_MAX_ROWS // per_record
     assert one_stage_within_reach({(10, 4): records}, shape)
     assert not one_stage_within_reach({(10, 4): records + 1}, shape)
+
+
+def test_a_per_record_constraint_weighs_each_row_more() -> None:
+    """E_u per record: every rule a count finds is also joined with the holders of its qid,
+    so one stage is taken only up to a quarter of the rows (50k personalized Quest records
+    went by one stage in 4.1x the time of the stages before)."""
+    shape = CheckShape(width=4, max_q=3, rows=0)
+    per_record = 10 + 45 + 120 + 210  # every item a possible consequent
+    records = ONE_STAGE_MAX_ROWS // (PER_RECORD_ROW_WEIGHT * per_record)
+    assert one_stage_within_reach({(10, 10): records}, shape, per_record=True)
+    assert not one_stage_within_reach({(10, 10): records + 1}, shape, per_record=True)
+    assert one_stage_within_reach({(10, 10): records + 1}, shape)
+    # 50k records of 12 items (793 rows each; the 50k Quest records made 640 on average)
+    assert not one_stage_within_reach({(12, 12): 50_000}, shape, per_record=True)
+    assert one_stage_within_reach({(12, 12): 50_000}, shape)

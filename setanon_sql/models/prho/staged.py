@@ -59,12 +59,20 @@ def staged_applies(chosen: PrhoParams) -> bool:
 # largest one-stage run measured: 116.8M rows (200k Quest records, --m 3, fixed 40%), 191.3 s,
 # peak RSS 9.7 GiB at DuckDB's memory_limit=10GB; its staged run took 100.0 s (BENCHMARKS.md).
 ONE_STAGE_MAX_ROWS = 120_000_000
+# What one row weighs when E_u differs between records: every unsafe rule a count finds is also
+# joined with the input's holders of its qid and tested against E_u (:mod:`.relevance`). 50k
+# personalized Quest records at --m 3 (32.0M rows) took 148.5 s and 8.5 GiB in one stage, the
+# fixed setting's 116.8M rows 191.3 s and 9.7 GiB: about 4x the time and 3.2x the memory per
+# row, and the stages took 36.2 s for 2.0% more suppressed (BENCHMARKS.md, prho).
+PER_RECORD_ROW_WEIGHT = 4
 
 
-def one_stage_within_reach(histogram: dict[tuple[int, int], int], shape: CheckShape) -> bool:
+def one_stage_within_reach(histogram: dict[tuple[int, int], int], shape: CheckShape,
+                           per_record: bool = False) -> bool:
     """Whether the last stage alone (every qid size at once, from the input) enumerates at
     most ONE_STAGE_MAX_ROWS (record, itemset) rows (``histogram``: records per (length,
-    items of S held), :func:`..rho.check.length_histogram`).
+    items of S held), :func:`..rho.check.length_histogram`); with a ``per_record``
+    constraint each row counts PER_RECORD_ROW_WEIGHT times.
 
     Why not always stages: making small qids safe first costs utility. Fixed setting, ρ = 0.5,
     40%, the first 10% extracts of BMS-WebView-1' and -2' (m = all): every stage 1,257 and 2,845
@@ -73,7 +81,8 @@ def one_stage_within_reach(histogram: dict[tuple[int, int], int], shape: CheckSh
     occurrences against 0.592 (BENCHMARKS.md, prho). Where one stage is out of reach (1M Quest
     records: 582.6M rows), the stages are what makes the run possible.
     """
-    return pruned_rows(histogram, shape.width, shape.max_q) <= ONE_STAGE_MAX_ROWS
+    weight = PER_RECORD_ROW_WEIGHT if per_record else 1
+    return weight * pruned_rows(histogram, shape.width, shape.max_q) <= ONE_STAGE_MAX_ROWS
 
 
 def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
@@ -102,7 +111,8 @@ def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
         relevance = Relevance(backend, constraint, tuple(olevels))
     final, history, stages, mismatches = run_stages(
         backend, context, params, conseq, base, shape.width, shape.max_q,
-        last_only=one_stage_within_reach(histogram, shape), rule_filter=relevance)
+        last_only=one_stage_within_reach(histogram, shape, constraint.per_record),
+        rule_filter=relevance)
     for work in (conseq, *olevels):
         backend.drop_table(work)
     context.figures.update({"stages": stages, "support_mismatches": mismatches})
