@@ -111,9 +111,9 @@ def delta_query(levels: list[exp.Table], width: int) -> exp.Select:
 
 
 def build_lost_levels(backend: Backend, table: Callable[[str], exp.Table], tcur: exp.Table,
-                      width: int, sens: exp.Table, max_q: int) -> list[exp.Table]:
-    """Materialize ``tlvl1..tlvl<width>`` (:func:`lost_level_query`); levels above ``max_q``
-    keep only itemsets holding a sensitive item, as the support table does."""
+                      width: int, sens: exp.Table | None, max_q: int) -> list[exp.Table]:
+    """Materialize ``tlvl1..tlvl<width>`` (:func:`lost_level_query`); with ``sens``, levels
+    above ``max_q`` keep only itemsets holding a sensitive item, as the support table does."""
     levels: list[exp.Table] = []
     for k in range(1, width + 1):
         level = table(f"tlvl{k}")

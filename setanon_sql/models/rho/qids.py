@@ -46,6 +46,16 @@ def holds_sensitive(sens: exp.Table, items: list[exp.Expr]) -> exp.Expr:
     return exp.or_(*tests) if len(tests) > 1 else tests[0]
 
 
+def every_item_sensitive(backend: Backend, items: exp.Table, sens: exp.Table) -> bool:
+    """Whether every item type of ``items`` is sensitive (personalized ρ^m with generated E_u:
+    every item is a possible consequent). Pruning the levels to the itemsets holding a
+    sensitive item then keeps every row, and :func:`through_sensitive` would build the top
+    level's join a second time only to keep nothing of it."""
+    other = (exp.select(exp.Literal.number(1)).from_(items.copy())
+             .where(exp.not_(holds_sensitive(sens, [col("item_id")]))).limit(1))
+    return not backend.query(other)
+
+
 def through_sensitive(query: exp.Select, sens: exp.Table, prefix: list[exp.Expr],
                       added: exp.Expr) -> exp.Query:
     """``query`` (a level's join of the level below, ``prefix``, with one more item, ``added``)

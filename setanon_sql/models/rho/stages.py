@@ -27,6 +27,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.rho.check import check_stage
 from setanon_sql.models.rho.params import RhoParams
+from setanon_sql.models.rho.qids import every_item_sensitive
 from setanon_sql.models.rho.suppressor import RuleFilter, Suppressor
 from setanon_sql.progress import report
 from setanon_sql.runs import RunContext
@@ -46,6 +47,7 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
     support mismatches found by the final recounts (0 when all is well).
     """
     cur, mismatches = start if start is not None else base, 0
+    prune = not every_item_sensitive(backend, cur, sens)
     history: list[dict[str, Any]] = []
     stages: list[dict[str, Any]] = []
     for stage_width in range(width if last_only else 2, width + 1):
@@ -56,7 +58,7 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
         suppressor = Suppressor(backend, context, params, sens, stage_width, stage_q,
                                 stage=stage_width - 1, round_offset=len(history),
                                 recount_at_end=stage_width == width,
-                                rule_filter=rule_filter)
+                                rule_filter=rule_filter, prune_levels=prune)
         # Each round's subtraction joins the whole support table to a small delta on the
         # itemset's key; PostgreSQL chose a merge join that sorted all 12M supports of whole
         # BMS-WebView-2 at --m 3 every round (20-30 s for a 54k-row delta, BENCHMARKS.md).

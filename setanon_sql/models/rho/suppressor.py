@@ -106,7 +106,8 @@ class Suppressor:
     """One run of the partial suppressor over ``base`` (record_id, item_id, part).
 
     ``rule_filter``: sanitize only the unsafe rules it keeps (None: every unsafe rule, Jia et
-    al.'s model).
+    al.'s model). ``prune_levels``: the levels above ``max_q`` keep only the itemsets holding
+    an item of ``sens``; False where every item is in it (:func:`.qids.every_item_sensitive`).
     """
 
     backend: Backend
@@ -127,9 +128,14 @@ class Suppressor:
     indexed: str = ""
     recount_at_end: bool = True
     rule_filter: RuleFilter | None = None
+    prune_levels: bool = True
 
     def _table(self, purpose: str) -> exp.Table:
         return self.context.table(purpose)
+
+    def _level_sens(self) -> exp.Table | None:
+        """The sensitive items the levels above ``max_q`` are pruned by (None: not pruned)."""
+        return self.sens if self.prune_levels else None
 
     def _rho(self) -> dict[str, int]:
         return {"num": self.params.rho.numerator, "den": self.params.rho.denominator}
@@ -268,8 +274,8 @@ class Suppressor:
 
         for level in self.levels:
             self.backend.drop_table(level)
-        levels, counted = build_supports(self.backend, table, cur, self.width, self.sens,
-                                         self.max_q)
+        levels, counted = build_supports(self.backend, table, cur, self.width,
+                                         self._level_sens(), self.max_q)
         self.levels = tuple(levels)
         self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
                               for level in levels[1:])
@@ -293,8 +299,8 @@ class Suppressor:
         backend = self.backend
         tcur = self._fresh("tcur")
         self._build(tcur, touched_query(cur, dels))
-        levels = build_lost_levels(backend, self._table, tcur, self.width, self.sens,
-                                   self.max_q)
+        levels = build_lost_levels(backend, self._table, tcur, self.width,
+                                   self._level_sens(), self.max_q)
         delta = self._fresh("delta")
         self._build(delta, delta_query(levels, self.width))
         for level in levels:
