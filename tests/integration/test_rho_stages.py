@@ -109,6 +109,37 @@ def test_level_above_the_largest_qid_keeps_only_itemsets_with_a_sensitive_item(
     assert len(levels) == 3
 
 
+@pytest.mark.parametrize("seed", [31, 32])
+def test_every_item_sensitive_leaves_the_levels_unpruned_and_the_output_safe(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """With S every item (as personalized ρ^m's possible consequents), the stages build the
+    levels without the S test (:func:`.qids.every_item_sensitive`) and the brute-force oracle
+    finds the output safe; with 40% sensitive the levels are pruned as before."""
+    source = write(tmp_path / "in.dat", random_baskets(random.Random(seed), 40, 9, 7))
+    dataset = api.load_transactions(db, source, "d")
+    pruned: list[bool] = []
+    real_run = suppressor.Suppressor.run
+
+    def spy(self: suppressor.Suppressor, *args: object, **kwargs: object) -> object:
+        pruned.append(self.prune_levels)
+        return real_run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(suppressor.Suppressor, "run", spy)
+    for fraction, want in ((1.0, False), (0.4, True)):
+        pruned.clear()
+        api.anonymize(db, dataset, RHO, {"rho": 0.6, "sensitive_fraction": fraction, "m": 3},
+                      seed=seed)
+        run = api.get_run(db, dataset, "latest")
+        assert pruned == [want] * 3
+        sensitive = sensitive_labels(db, dataset, run)
+        original, output = oracle.read_fimi(source), published(db, dataset, run, tmp_path)
+        assert oracle.unsafe_rules(original, sensitive, Fraction("0.6"), m=3), "already safe"
+        assert oracle.unsafe_rules(output, sensitive, Fraction("0.6"), m=3) == []
+        assert oracle.is_record_subset(original, output)
+        assert run.figures["support_mismatches"] == 0
+        assert api.verify(db, dataset, run).ok
+
+
 def test_a_stage_out_of_reach_is_refused_with_the_m_that_fits(
         db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     dataset = api.load_transactions(db, write(tmp_path / "in.dat", "1 2 3 4\n1 2 3\n"), "d")
