@@ -63,7 +63,8 @@ ONE_STAGE_MAX_ROWS = 120_000_000
 # joined with the input's holders of its qid and tested against E_u (:mod:`.relevance`). 50k
 # personalized Quest records at --m 3 (32.0M rows) took 148.5 s and 8.5 GiB in one stage, the
 # fixed setting's 116.8M rows 191.3 s and 9.7 GiB: about 4x the time and 3.2x the memory per
-# row, and the stages took 36.2 s for 2.0% more suppressed (BENCHMARKS.md, prho).
+# row, and the stages took 36.2 s for 2.0% more suppressed. With the weight 100k records go by
+# stages in 52.9 s; one stage took 257.5 s and 9.9 GiB for 1.7% fewer (BENCHMARKS.md, prho).
 PER_RECORD_ROW_WEIGHT = 4
 
 
