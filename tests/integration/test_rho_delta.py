@@ -21,6 +21,7 @@ from setanon_sql.models.rho.incremental import (
     delta_query,
     gone_query,
     member_level_query,
+    member_pair_query,
     member_start_query,
     member_step_query,
     pivot_query,
@@ -127,10 +128,11 @@ def test_supports_less_the_delta_are_a_recount_in_place_or_rebuilt(db: Backend,
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("start", ["pivot", "levels"])
+@pytest.mark.parametrize("start", ["pivot", "levels", "pair"])
 def test_members_are_the_records_holding_every_item_of_x(db: Backend, seed: int,
                                                         start: str) -> None:
-    """From the rarest item, or from levels counted before some items went: the same C(X)."""
+    """From the rarest item, from levels counted before some items went, or from the pairs
+    of those levels narrowed by x3: the same C(X)."""
     before = records(seed)
     rng = random.Random(seed)
     recs = {r: [i for i in items if rng.random() > 0.2] for r, items in before.items()}
@@ -163,10 +165,17 @@ def test_members_are_the_records_holding_every_item_of_x(db: Backend, seed: int,
             following = db.table(f"t_found{j}")
             db.materialize(following, member_step_query(found, cur, 3, j))
             found = following
-    else:
+    elif start == "levels":
         gone = db.table("t_gone")
         db.materialize(gone, gone_query(levels[0], cur))
         db.materialize(found, member_level_query(chosen, levels, gone, 3))
+    else:
+        gone = db.table("t_gone")
+        db.materialize(gone, gone_query(levels[0], cur))
+        db.materialize(found, member_pair_query(chosen, levels[1], gone, 3))
+        following = db.table("t_found3")
+        db.materialize(following, member_step_query(found, cur, 3, 3))
+        found = following
     got = sorted((int(r), int(rec)) for r, rec in db.query(
         exp.select("rule_id", "record_id").from_(found)))
     want = sorted((n, r) for n, x in enumerate(xsets, 1) for r, items in recs.items()

@@ -256,6 +256,32 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
     return exp.select("*").from_(union.subquery("u"))
 
 
+def member_pair_query(chosen: exp.Table, pairs: exp.Table, gone: exp.Table | None,
+                      width: int) -> exp.Select:
+    """(rule_id, rnk, x1..x_width, record_id): the records that held X's first two items
+    (x1, x2) at the last full count (``pairs``, level 2 of the stage, every (record, pair)
+    of a record) and have lost neither since (``gone``, :func:`gone_query`; None: nothing
+    was suppressed since).
+
+    C(X) for a rule of 2 items; for a longer X, :func:`member_step_query` narrows it by
+    x3... A pair is held by no more records than its rarer item, and level 2 is a fraction
+    of the levels :func:`member_level_query` scans: on 1M Quest records at ``--m 3``,
+    personalized, stage 2's rounds expanded each rule by the records of its rarest item,
+    127 member steps in 34 rounds, 170.9 s of the run (BENCHMARKS.md, prho).
+    """
+    on = exp.and_(col("part", "l").eq(col("part", "c")),
+                  col("x1", "l").eq(col("x1", "c")), col("x2", "l").eq(col("x2", "c")))
+    lost = [exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
+                                .from_(with_alias(gone, "g")).where(exp.and_(
+                                    col("record_id", "g").eq(col("record_id", "l")),
+                                    col("item_id", "g").eq(col(x, "l"))))))
+            for x in ("x1", "x2")] if gone is not None else []
+    query = (exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
+                        col("record_id", "l"))
+             .from_(with_alias(chosen, "c")).join(with_alias(pairs, "l"), on=on))
+    return query.where(exp.and_(*lost)) if lost else query
+
+
 def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -> exp.Select:
     """The rows of ``previous`` whose record holds x_j too (or whose X has no j-th item).
 

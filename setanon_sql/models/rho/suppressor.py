@@ -36,6 +36,7 @@ from setanon_sql.models.rho.incremental import (
     delta_query,
     gone_query,
     member_level_query,
+    member_pair_query,
     member_start_query,
     member_step_query,
     members_query,
@@ -81,6 +82,8 @@ REBUILD_SHARE = 16
 SETTLE_MAX_BLOCKED = 100_000
 # The A/B switch of :meth:`Suppressor._chosen` (the same output either way; tests compare).
 COLLAPSE_ONE_HOLDER_RULES = True
+# The A/B switch of :meth:`Suppressor._members`' pair route (the same output either way).
+MEMBER_PAIR_ROUTE = True
 WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
                "picks", "blocked", "held", "rejected", "waiting0", "waiting1", "dels", "changed",
                "gone", "found_rules")
@@ -123,6 +126,7 @@ class Suppressor:
     rule_tables: int = 0
     levels: tuple[exp.Table, ...] = ()
     level_rows: int = 0
+    pair_rows: int = 0
     support_rows: int = 0
     rebuilds: int = 0
     indexed: str = ""
@@ -277,8 +281,13 @@ class Suppressor:
         levels, counted = build_supports(self.backend, table, cur, self.width,
                                          self._level_sens(), self.max_q)
         self.levels = tuple(levels)
-        self.level_rows = sum(int(self.backend.scalar("rho_count_rows", tables={"t": level}))
-                              for level in levels[1:])
+        sizes = [int(self.backend.scalar("rho_count_rows", tables={"t": level}))
+                 for level in levels[1:]]
+        self.level_rows = sum(sizes)
+        # Level 2 holds every (record, pair) of cur where pairs are not pruned by S
+        # (build_levels prunes above max_q), and a step is left for x3 (width >= 3).
+        complete = self._level_sens() is None or self.max_q >= 2
+        self.pair_rows = sizes[0] if self.width >= 3 and complete else 0
         self.support_rows = int(self.backend.scalar("rho_count_rows", tables={"t": counted}))
         self.indexed = ""  # a new table, perhaps of an old one's name
         return counted
@@ -373,29 +382,52 @@ class Suppressor:
 
     def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
                  round_no: int) -> exp.Table:
-        """The records C(X) of every chosen rule: those that held X at the last full count and
-        lost none of it since (:func:`.incremental.member_level_query`), or, when that reads
-        fewer rows, those of X's rarest item, then one materialized semi-join per item of X
-        (:func:`.incremental.member_step_query`). Either way the same set, so the same output."""
+        """The records C(X) of every chosen rule. ``by_pivot`` (the records of each rule's
+        rarest item, summed) picks the route:
+
+        * above the rows of the levels: the records that held X at the last full count and
+          lost none of it since (:func:`.incremental.member_level_query`, one read of them);
+        * else above the rows of level 2, where it holds every pair (``pair_rows``): the
+          records that held X's first pair then and lost neither item since
+          (:func:`.incremental.member_pair_query`), then a semi-join per item x3..; a pair is
+          held by no more records than its rarer item (``MEMBER_PAIR_ROUTE``);
+        * else: the records of X's rarest item, then one materialized semi-join per item of
+          X (:func:`.incremental.member_step_query`).
+
+        On 200k Quest records, personalized, ``--m 3``, the pair route took 4 of stage 2's
+        rounds (and one of stage 3's), and stage 2's member statements took 16.3 s against
+        19.8 s (one run each, BENCHMARKS.md, prho).
+        Every route gives the same set, so the same output."""
         backend = self.backend
         pivots = self._fresh("pivots")
         self._build(pivots, pivot_query(chosen, istat, self.width))
         by_pivot = int(backend.scalar(exp.select(exp.func("coalesce", exp.func(
             "sum", exp.column("n", quoted=True)), exp.Literal.number(0))).from_(pivots.copy())))
         found = self._fresh("found0")
-        if self.levels and by_pivot > self.level_rows:
+        by_level = by_pivot > self.level_rows
+        by_pair = MEMBER_PAIR_ROUTE and 0 < self.pair_rows < by_pivot and not by_level
+        if self.levels and (by_pair or by_level):
             gone = self._fresh("gone")
             self._build(gone, gone_query(self.levels[0], cur))
-            self._build(found, member_level_query(chosen, list(self.levels), gone,
-                                                  self.width))
-            return self._hashed(found, round_no)
+            if not by_pair:
+                self._build(found, member_level_query(chosen, list(self.levels), gone,
+                                                      self.width))
+                return self._hashed(found, round_no)
+            self._build(found, member_pair_query(chosen, self.levels[1], gone, self.width))
+            return self._hashed(self._stepped(found, cur, first=3), round_no)
         self._build(found, member_start_query(chosen, pivots, cur, self.width))
-        for j in range(1, self.width + 1):
+        return self._hashed(self._stepped(found, cur, first=1), round_no)
+
+    def _stepped(self, found: exp.Table, cur: exp.Table, first: int) -> exp.Table:
+        """``found`` narrowed to the records that hold x_first.. x_width now (one
+        materialized semi-join per item, :func:`.incremental.member_step_query`)."""
+        backend = self.backend
+        for j in range(first, self.width + 1):
             following = self._fresh(f"found{j % 2}")
             self._build(following, member_step_query(found, cur, self.width, j))
             backend.drop_table(found)
             found = following
-        return self._hashed(found, round_no)
+        return found
 
     def _hashed(self, found: exp.Table, round_no: int) -> exp.Table:
         """The members with their random order key (:func:`.incremental.members_query`)."""
