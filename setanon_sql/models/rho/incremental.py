@@ -225,6 +225,18 @@ def gone_query(first_level: exp.Table, cur: exp.Table) -> exp.Select:
             .from_(with_alias(first_level, "l")).where(exp.not_(exp.Exists(this=kept))))
 
 
+def kept_since(gone: exp.Table | None, items: list[str]) -> list[exp.Expr]:
+    """One NOT EXISTS per column of ``items``: the level row ``l``'s record has not lost that
+    item since the levels were counted (``gone``, :func:`gone_query`; None: nothing lost)."""
+    if gone is None:
+        return []
+    return [exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
+                                .from_(with_alias(gone, "g")).where(exp.and_(
+                                    col("record_id", "g").eq(col("record_id", "l")),
+                                    col("item_id", "g").eq(col(x, "l"))))))
+            for x in items]
+
+
 def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Table | None,
                        width: int) -> exp.Select:
     """(rule_id, rnk, x1..x_width, record_id): C(X) of each chosen rule, read from the stage's
@@ -241,11 +253,7 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
     for k in range(2, width + 1):
         on = [col("part", "l").eq(col("part", "c"))]
         on += [col(x, "l").eq(col(x, "c")) for x in xs(k)]
-        lost = [exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
-                                    .from_(with_alias(gone, "g")).where(exp.and_(
-                                        col("record_id", "g").eq(col("record_id", "l")),
-                                        col("item_id", "g").eq(col(x, "l"))))))
-                for x in xs(k)] if gone is not None else []
+        lost = kept_since(gone, xs(k))
         parts.append(
             exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
                        col("record_id", "l"))
@@ -271,11 +279,7 @@ def member_pair_query(chosen: exp.Table, pairs: exp.Table, gone: exp.Table | Non
     """
     on = exp.and_(col("part", "l").eq(col("part", "c")),
                   col("x1", "l").eq(col("x1", "c")), col("x2", "l").eq(col("x2", "c")))
-    lost = [exp.not_(exp.Exists(this=exp.select(exp.Literal.number(1))
-                                .from_(with_alias(gone, "g")).where(exp.and_(
-                                    col("record_id", "g").eq(col("record_id", "l")),
-                                    col("item_id", "g").eq(col(x, "l"))))))
-            for x in ("x1", "x2")] if gone is not None else []
+    lost = kept_since(gone, ["x1", "x2"])
     query = (exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
                         col("record_id", "l"))
              .from_(with_alias(chosen, "c")).join(with_alias(pairs, "l"), on=on))
