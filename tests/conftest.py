@@ -30,33 +30,48 @@ BACKENDS = [
 # Spark runs each statement in ~0.1-1 s, so the suite runs a test on Spark only when the test
 # (or its module) opts in with @pytest.mark.on_spark: the CI budget stays bounded.
 SPARK = pytest.param("spark", marks=pytest.mark.spark)
-# The same tests over Spark Connect (sc://), against one server per test session.
+# Over Spark Connect (sc://, one server per test session) the same SQL reaches the same engine
+# through a gRPC client: only the transport differs. So Connect runs a smoke set: the tests that
+# opt in with @pytest.mark.on_spark(connect=True) (one oracle test per model, the CLI chain, the
+# loaders and generators) and test_spark.py's own, which exercise the transport (separate client
+# processes, a killed client's transaction). Running every Spark test twice took a quarter of
+# CI's 90 minutes (stop 66: 1,728 tests in 4,695.6 s, the 40 slowest all on Spark).
 SPARK_CONNECT = pytest.param("spark_connect", marks=[pytest.mark.spark,
                                                      pytest.mark.spark_connect])
 SPARK_NAMES = ("spark", "spark_connect")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize ``backend_name`` over DuckDB and PostgreSQL, and Spark where opted in."""
+    """Parametrize ``backend_name`` over DuckDB and PostgreSQL, and Spark (and Spark Connect)
+    where opted in."""
     explicit = any("backend_name" in str(mark.args[0])
                    for mark in metafunc.definition.iter_markers("parametrize"))
     if "backend_name" in metafunc.fixturenames and not explicit:
-        on_spark = metafunc.definition.get_closest_marker("on_spark") is not None
-        metafunc.parametrize("backend_name",
-                             [*BACKENDS, SPARK, SPARK_CONNECT] if on_spark else BACKENDS,
-                             indirect=True)
+        mark = metafunc.definition.get_closest_marker("on_spark")
+        backends = list(BACKENDS)
+        if mark is not None:
+            backends.append(SPARK)
+            if mark.kwargs.get("connect", False):
+                backends.append(SPARK_CONNECT)
+        metafunc.parametrize("backend_name", backends, indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``@pytest.mark.on_spark(seeds=[1])``: of a seed-parametrized test, Spark runs only those."""
+    """``@pytest.mark.on_spark(seeds=[1])``: of a seed-parametrized test, Spark runs only those;
+    ``connect=[1]`` narrows Spark Connect further (``connect=True``: the same seeds)."""
     kept, dropped = [], []
     for item in items:
         mark = item.get_closest_marker("on_spark")
         callspec = getattr(item, "callspec", None)
-        seeds = mark.kwargs.get("seeds") if mark is not None else None
-        if (seeds is not None and callspec is not None
-                and callspec.params.get("backend_name") in SPARK_NAMES
-                and callspec.params.get("seed") not in seeds):
+        backend = callspec.params.get("backend_name") if callspec is not None else None
+        if mark is None or callspec is None or backend not in SPARK_NAMES:
+            kept.append(item)
+            continue
+        seeds = mark.kwargs.get("seeds")
+        connect = mark.kwargs.get("connect")
+        if backend == "spark_connect" and isinstance(connect, list):
+            seeds = connect
+        if seeds is not None and callspec.params.get("seed") not in seeds:
             dropped.append(item)
         else:
             kept.append(item)

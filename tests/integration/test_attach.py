@@ -41,6 +41,7 @@ def shop(db: Backend, user_schema: str) -> str:
     return user_schema
 
 
+@pytest.mark.on_spark(connect=True)
 def test_attach_item_table(db: Backend, shop: str, tmp_path: Path) -> None:
     before = sql(db, f'SELECT count(*) FROM "{shop}".purchases')
     dataset = api.attach(db, "shop", f"{shop}.purchases", "customer", "product")
@@ -85,6 +86,7 @@ def test_items_of_unknown_records_are_refused(db: Backend, shop: str) -> None:
                    records_table=f"{shop}.customers")
 
 
+@pytest.mark.on_spark(connect=True)
 def test_injection_attempt_in_table_name_is_only_a_name(db: Backend, shop: str) -> None:
     with pytest.raises(InputError, match="does not exist"):
         api.attach(db, "x", f'{shop}.purchases"; DROP TABLE customers; --', "customer",

@@ -27,7 +27,7 @@ def test_every_command_has_help_with_example(command: list[str]) -> None:
     assert "Example:" in out
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_tour(db_url: DbUrl, tmp_path: Path) -> None:
     data = write(tmp_path / "b.dat", "1 2 3\n\n2 3\n4\n")
     code, out = setanon("load", "transactions", str(data), "--name", "b", *db_url.args)

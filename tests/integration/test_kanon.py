@@ -51,7 +51,7 @@ KINDS = {"birth": "numeric", "sex": "category", "city": "category", "job": "cate
          "dx": "set", "rx": "set"}
 
 
-@pytest.mark.on_spark(seeds=[4])
+@pytest.mark.on_spark(seeds=[4], connect=True)
 @pytest.mark.parametrize(("seed", "n", "params"), [
     (1, 60, {"k": 2}),
     (2, 70, {"k": 3, "beta": 0.1, "suppress_budget": 0.05}),

@@ -20,7 +20,7 @@ COLUMNS = ["claim_id", "birth_year", "sex", "month", "beds", "claim_type", "star
            "diagnoses", "drugs"]
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_claims_shape_and_same_data_on_every_backend(db: Backend, tmp_path: Path) -> None:
     dataset = generate_claims(db, "claims", 300, seed=3)
     out = api.export_dataset(db, dataset, tmp_path / "c.tsv", fmt="tsv")

@@ -40,7 +40,7 @@ def run_km(db: Backend, data: Path, hierarchy: Path, tmp_path: Path, **params) -
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-@pytest.mark.on_spark(seeds=[1, 2])
+@pytest.mark.on_spark(seeds=[1, 2], connect=[1])
 def test_exact_km_passes_the_oracle(db: Backend, tmp_path: Path, seed: int) -> None:
     data, hierarchy = random_case(tmp_path, seed)
     k, m = [4, 3, 2][: 1 + seed % 3], 1 + seed % 3

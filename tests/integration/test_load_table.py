@@ -45,7 +45,7 @@ def test_csv_with_quotes_and_custom_separator(db: Backend, tmp_path: Path) -> No
     assert out.read_text() == text
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_csv_export_keeps_leading_and_trailing_spaces(db: Backend, tmp_path: Path) -> None:
     # Spark's CSV writer trims both ends of every value unless told not to.
     source = write(tmp_path / "s.csv", 'pid,city,items\n1," Kyoto ",a\n2,"Oslo  ",b\n')

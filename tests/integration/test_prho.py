@@ -38,7 +38,7 @@ def published(db: Backend, dataset: api.Dataset, run: api.Run,
     return oracle.read_fimi(out)
 
 
-@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.on_spark(seeds=[1], connect=True)
 @pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest"),
                                               (8, "fewest"), (9, "fewest")])
 def test_file_constraint_every_adversary_is_safe(db: Backend, tmp_path: Path, seed: int,

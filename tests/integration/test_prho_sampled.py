@@ -115,7 +115,7 @@ def test_bound_stop_rule_keeps_the_share_below_epsilon(db: Backend, tmp_path: Pa
     assert result.details["per_l"]["1"]["samples"] == 4 * pool * n_s
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_draws_are_uniform_over_the_long_enough_records(db: Backend) -> None:
     """sample(): record u of rank md5(salt:s) mod N_l among the records with >= l items, and
     l distinct items of it; the same draws for the same salt."""

@@ -107,7 +107,7 @@ def test_patterns_follow_the_model(db: Backend) -> None:
     assert sum(shared) / len(shared) == pytest.approx(quest.CORRELATION, abs=0.04)
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_same_data_on_every_backend(db: Backend, tmp_path: Path) -> None:
     params = QuestParams(500, avg_length=6, avg_pattern=3, patterns=100, items=200)
     out = api.export_dataset(db, generate_quest(db, "q", params, 4), tmp_path / "a.dat",
@@ -149,7 +149,7 @@ def test_bad_parameters_are_refused(changes: dict[str, float], message: str) -> 
         quest.check_quest(params)
 
 
-@pytest.mark.on_spark
+@pytest.mark.on_spark(connect=True)
 def test_cli_prints_the_shape_and_refuses_bad_parameters(db_url: DbUrl) -> None:
     runner = CliRunner()
     result = runner.invoke(main, ["generate", "quest", "--records", "300", "--name", "q",

@@ -125,7 +125,7 @@ def test_any_size_check_reaches_only_the_longest_record_holding_a_sensitive_item
     assert shape_with_sensitive("2", trim_above=3) == (3, 2)  # the long record loses its 2
 
 
-@pytest.mark.on_spark(seeds=[3])
+@pytest.mark.on_spark(seeds=[3], connect=True)
 @pytest.mark.parametrize("seed", [3, 4])
 def test_trim_keeps_the_sensitive_items_first_by_md5(db: Backend, tmp_path: Path,
                                                      seed: int) -> None:

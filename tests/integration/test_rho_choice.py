@@ -98,7 +98,7 @@ def expected(rules: list[tuple[int, ...]], stats: list[tuple[int, int, int, int]
     return {r: (best[r][2], best[r][1], best[r][0], rnk) for rnk, r in enumerate(order, 1)}
 
 
-@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.on_spark(seeds=[1], connect=True)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("width", [3, 4])
 @pytest.mark.parametrize("heuristic", ["mine", "dist"])
@@ -134,7 +134,7 @@ def test_each_rule_takes_its_first_candidate_and_the_rules_are_ranked(
         row for row in rules_rows if row[-2] == BUFFER and row[0] in want)
 
 
-@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.on_spark(seeds=[1], connect=True)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_rules_are_numbered_by_part_e_and_x(db: Backend, seed: int) -> None:
     """rule_id is the rank by (part, e, x1, x2, x3), counted group by group

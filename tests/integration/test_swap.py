@@ -51,7 +51,7 @@ def run_and_read(db: Backend, tmp_path: Path, data: str, params: dict, seed: int
     return dataset, run, oracle.read_fimi(source), oracle.read_fimi(out), pairs
 
 
-@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.on_spark(seeds=[1], connect=True)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_similarity_swap_matches_oracle(db: Backend, tmp_path: Path, seed: int) -> None:
     cats = category_file(tmp_path / "cats.tsv")

@@ -90,7 +90,7 @@ def rules_rows(inc: Inc) -> list[tuple[int, ...]]:
 
 # Seeds 12 and 62: cases where the order of two types of equal score decides the picks
 # (found by running the same pass, written in Python, against this one on 3,000 seeds).
-@pytest.mark.on_spark(seeds=[12])
+@pytest.mark.on_spark(seeds=[12], connect=True)
 @pytest.mark.parametrize("seed", [1, 2, 12, 62])
 def test_rounds_pick_what_the_one_at_a_time_greedy_picks(db: Backend, seed: int) -> None:
     inc_rows, occ = random_case(seed)
