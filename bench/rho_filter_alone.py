@@ -1,0 +1,197 @@
+"""Stage 3's holder filter of a personalized prho run, captured once and re-run alone.
+
+The filter (``prho/relevance.py``) keeps, of the unsafe rules found at a stage's count from
+scratch, those an original holder of Q protects e from. At 1M Quest records it is one
+statement of 210-250 s; this script measures it, and rewrites of it, on its own inputs:
+
+  python bench/rho_filter_alone.py capture SNAP.duckdb --backend "duckdb:///…/qN.duckdb?memory_limit=10GB"
+        --data questN            (runs bench/profile_rho.py's personalized --m 3 run until the
+                                  statement, copies its input tables into SNAP.duckdb, its SQL
+                                  and parameters into SNAP.duckdb.json, and stops)
+  python bench/rho_filter_alone.py replay SNAP.duckdb --variant run|ids|semi|xrec|trivial|slices4
+
+``run`` is the statement as the run sends it; the others give the same rules (checked against
+``run``'s, which must be replayed first) except ``trivial``, which swaps the md5 draw for an
+arithmetic predicate to show what the draws cost. DuckDB only (the snapshot is a DuckDB file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+HERE = Path(__file__).resolve().parent
+MARK = 'found_rules" AS "f" JOIN (SELECT DISTINCT'
+NUMBER = """SELECT CAST(o.before + ROW_NUMBER() OVER (PARTITION BY r.part, r.e
+  ORDER BY r.x1, r.x2, r.x3, r.x4) AS BIGINT) AS rule_id, r.*
+FROM unnumbered AS r JOIN (SELECT part, e, SUM(n) OVER (ORDER BY part, e) - n AS before
+  FROM (SELECT part, e, COUNT(*) AS n FROM unnumbered GROUP BY part, e) AS c) AS o
+  ON o.part = r.part AND o.e = r.e"""
+DRAW = ("SUBSTRING(MD5(CAST($cseed AS TEXT) || ':' || CAST(rp.position AS TEXT) || ':' || "
+        "CAST(lb.label AS TEXT)), 1, 8) < lb.bound")
+
+
+def capture(snap: str, profile_args: list[str]) -> None:
+    """Run profile_rho.py until stage 3's filter; keep its inputs and statement, then stop."""
+    from setanon_sql.backends import duckdb as backend_module
+
+    original = backend_module.DuckDBBackend.execute
+
+    def execute(self: Any, sql: str, params: Any = None, fetch: bool = False) -> Any:
+        if MARK in sql and "olvl3" in sql:
+            target = re.match(r'CREATE TABLE (?:"\w+"\.)*"(\w+)"', sql)
+            names = sorted({n for n in re.findall(r'"rhoprof"\."(\w+)"', sql)
+                            if target is None or n != target.group(1)})
+            self._con.execute(f"ATTACH '{snap}' AS snap")
+            for name in names:
+                self._con.execute(f'CREATE TABLE snap."{name}" AS SELECT * FROM "rhoprof"."{name}"')
+            self._con.execute("DETACH snap")
+            Path(f"{snap}.json").write_text(json.dumps(
+                {"sql": sql, "params": dict(params or {}), "tables": names}))
+            print(f"captured {names} into {snap}", file=sys.stderr)
+            raise SystemExit(0)
+        return original(self, sql, params, fetch)
+
+    backend_module.DuckDBBackend.execute = execute  # type: ignore[method-assign]
+    sys.argv = [str(HERE / "profile_rho.py"), *profile_args, "--model", "prho",
+                "--setting", "personalized", "--m", "3"]
+    runpy.run_path(str(HERE / "profile_rho.py"), run_name="__main__")
+    raise SystemExit("the run ended before stage 3's filter: nothing captured")
+
+
+class Snapshot:
+    """The captured tables by role, and the SQL of each variant over them."""
+
+    def __init__(self, snap: str) -> None:
+        self.meta = json.loads(Path(f"{snap}.json").read_text())
+        names: list[str] = self.meta["tables"]
+
+        def named(suffix: str) -> str:
+            return next(n for n in names if re.fullmatch(rf"[rd]\d+_{suffix}", n))
+
+        self.found, self.records = named("found_rules"), named("records")
+        self.dictionary, self.common = named(r"dict_\d+"), named("common")
+        self.levels = {k: named(f"olvl{k}") for k in (1, 2, 3)}
+        self.labels = (f"(SELECT dl.item_id, dl.label, CASE WHEN cm.item_id IS NULL THEN $t_out "
+                       f"ELSE $t_in END AS bound FROM {self.dictionary} dl LEFT JOIN "
+                       f"{self.common} cm ON cm.item_id = dl.item_id)")
+
+    def run(self) -> str:
+        sql = re.sub(r'(?:"[^"]+"\.)?"rhoprof"\.', "", self.meta["sql"])
+        return sql[sql.index(" AS WITH ") + 4:]
+
+    def trivial(self) -> str:
+        draw = re.search(r"SUBSTRING\(MD5\(.*?\$t_in END", self.run())
+        assert draw is not None
+        return self.run().replace(draw.group(0), '(("rp"."position" * 7 + "dl"."item_id" + '
+                                  "$cseed) % 5 < 2 OR $t_out = $t_in)")
+
+    def _holders(self, k: int, rules: str) -> str:
+        on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
+        return (f"SELECT DISTINCT r.fid FROM {rules} r JOIN {self.levels[k]} o ON o.part = r.part"
+                f" AND {on} JOIN {self.records} rp ON rp.record_id = o.record_id "
+                f"JOIN {self.labels} lb ON lb.item_id = r.e WHERE r.size = {k + 1} AND {DRAW}")
+
+    def ids(self) -> str:
+        """A row id per found rule: DISTINCT ids, a semi-join on the id."""
+        ok = " UNION ALL ".join(self._holders(k, "nf") for k in self.levels)
+        return (f"WITH nf AS (SELECT row_number() OVER () AS fid, * FROM {self.found}), "
+                f"ok AS ({ok}), unnumbered AS (SELECT * EXCLUDE (fid) FROM nf "
+                f"WHERE fid IN (SELECT fid FROM ok)) {NUMBER}")
+
+    def xrec(self) -> str:
+        """e ∈ E_xrec first (X's first record at the count holds Q), the rest by holders."""
+        ok = " UNION ALL ".join(self._holders(k, "rest") for k in self.levels)
+        return (f"WITH nf AS (SELECT row_number() OVER () AS fid, f.*, {DRAW} AS xok "
+                f"FROM {self.found} f JOIN {self.records} rp ON rp.record_id = f.xrec "
+                f"JOIN {self.labels} lb ON lb.item_id = f.e), "
+                f"rest AS (SELECT * FROM nf WHERE NOT xok), ok AS ({ok}), "
+                f"unnumbered AS (SELECT * EXCLUDE (fid, xok) FROM nf "
+                f"WHERE xok OR fid IN (SELECT fid FROM ok)) {NUMBER}")
+
+    def semi(self) -> str:
+        """An EXISTS semi-join per qid size instead of DISTINCT and the join back."""
+        parts = []
+        for k, level in self.levels.items():
+            on = " AND ".join(f"o.x{j} = f.q{j}" for j in range(1, k + 1))
+            parts.append(
+                f"SELECT f.* FROM {self.found} f JOIN {self.labels} lb ON lb.item_id = f.e "
+                f"WHERE f.size = {k + 1} AND EXISTS (SELECT 1 FROM {level} o JOIN "
+                f"{self.records} rp ON rp.record_id = o.record_id WHERE o.part = f.part "
+                f"AND {on} AND {DRAW})")
+        return f"WITH unnumbered AS ({' UNION ALL '.join(parts)}) {NUMBER}"
+
+
+def replay(con: duckdb.DuckDBPyConnection, shot: Snapshot, variant: str) -> str:
+    """Build ``out_<variant>``; returns its table name. ``slicesK``: K statements by mod(e, K),
+    then one that numbers their union."""
+    params = shot.meta["params"]
+    out = f"out_{variant}"
+    started = time.perf_counter()
+    sliced = re.fullmatch(r"slices(\d+)", variant)
+    if sliced:
+        k = int(sliced.group(1))
+        head, tail = shot.run().split(") SELECT CAST(", 1)
+        filter_only = head[len('WITH "unnumbered" AS ('):]
+        parts = []
+        for s in range(k):
+            one = filter_only
+            for alias in ("f", "r"):
+                one = one.replace(f'"{shot.found}" AS "{alias}"',
+                                  f'(SELECT * FROM "{shot.found}" WHERE "e" % {k} = {s}) '
+                                  f'AS "{alias}"')
+            begun = time.perf_counter()
+            con.execute(f"CREATE OR REPLACE TABLE kept_{s} AS {one}", params)
+            print(f"slice {s}: {time.perf_counter() - begun:.1f} s", flush=True)
+            parts.append(f"SELECT * FROM kept_{s}")
+        begun = time.perf_counter()
+        con.execute(f"CREATE OR REPLACE TABLE {out} AS WITH \"unnumbered\" AS "
+                    f"({' UNION ALL '.join(parts)}) SELECT CAST({tail}")
+        print(f"numbering: {time.perf_counter() - begun:.1f} s")
+        for s in range(k):
+            con.execute(f"DROP TABLE kept_{s}")
+    else:
+        con.execute(f"CREATE OR REPLACE TABLE {out} AS {getattr(shot, variant)()}", params)
+    print(f"{variant}: {time.perf_counter() - started:.1f} s")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+    cap = sub.add_parser("capture", help="run until stage 3's filter and keep its inputs")
+    cap.add_argument("snap")
+    rep = sub.add_parser("replay", help="re-run the filter, or a rewrite of it, alone")
+    rep.add_argument("snap")
+    rep.add_argument("--variant", default="run")
+    rep.add_argument("--memory-limit", default="10GB")
+    args, rest = parser.parse_known_args()
+    if args.command == "capture":
+        capture(args.snap, rest)
+        return
+    shot = Snapshot(args.snap)
+    con = duckdb.connect(args.snap)
+    con.execute(f"SET memory_limit = '{args.memory_limit}'")
+    out = replay(con, shot, args.variant)
+    rows = con.execute(f"SELECT count(*) FROM {out}").fetchone()
+    print(f"rules kept: {rows[0] if rows else 0:,}")
+    known = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if args.variant not in ("run", "trivial") and "out_run" not in known:
+        print("not compared: replay --variant run first")
+    elif args.variant not in ("run", "trivial"):
+        differ = con.execute(f"SELECT count(*) FROM (SELECT * FROM {out} EXCEPT "
+                             "SELECT * FROM out_run)").fetchone()
+        print("the same rules as run's" if differ and differ[0] == 0
+              else f"DIFFERENT from run's: {differ}")
+
+
+if __name__ == "__main__":
+    main()
