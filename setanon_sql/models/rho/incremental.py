@@ -253,13 +253,13 @@ def member_level_query(chosen: exp.Table, levels: list[exp.Table], gone: exp.Tab
     for k in range(2, width + 1):
         on = [col("part", "l").eq(col("part", "c"))]
         on += [col(x, "l").eq(col(x, "c")) for x in xs(k)]
-        lost = kept_since(gone, xs(k))
+        unchanged = kept_since(gone, xs(k))
         parts.append(
             exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
                        col("record_id", "l"))
             .from_(with_alias(chosen, "c"))
             .join(with_alias(levels[k - 1], "l"), on=exp.and_(*on))
-            .where(exp.and_(col("size", "c").eq(exp.Literal.number(k)), *lost)))
+            .where(exp.and_(col("size", "c").eq(exp.Literal.number(k)), *unchanged)))
     union = union_all(parts)
     return exp.select("*").from_(union.subquery("u"))
 
@@ -279,11 +279,11 @@ def member_pair_query(chosen: exp.Table, pairs: exp.Table, gone: exp.Table | Non
     """
     on = exp.and_(col("part", "l").eq(col("part", "c")),
                   col("x1", "l").eq(col("x1", "c")), col("x2", "l").eq(col("x2", "c")))
-    lost = kept_since(gone, ["x1", "x2"])
+    unchanged = kept_since(gone, ["x1", "x2"])
     query = (exp.select(col("rule_id", "c"), col("rnk", "c"), *(col(x, "c") for x in xs(width)),
                         col("record_id", "l"))
              .from_(with_alias(chosen, "c")).join(with_alias(pairs, "l"), on=on))
-    return query.where(exp.and_(*lost)) if lost else query
+    return query.where(exp.and_(*unchanged)) if unchanged else query
 
 
 def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -> exp.Select:
