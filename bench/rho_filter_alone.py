@@ -9,6 +9,10 @@ statement of 210-250 s; this script measures it, and rewrites of it, on its own 
                                   statement, copies its input tables into SNAP.duckdb, its SQL
                                   and parameters into SNAP.duckdb.json, and stops)
   python bench/rho_filter_alone.py replay SNAP.duckdb --variant run|ids|semi|xrec|trivial|slices4
+  python bench/rho_filter_alone.py shape SNAP.duckdb [--kept out_run]
+                                 (what the rules are: how many have a qid held by one record,
+                                  and how far growing 4-itemsets only from triples held by two
+                                  records or more would prune the (record, 4-itemset) rows)
 
 ``run`` is the statement as the run sends it; the others give the same rules (checked against
 ``run``'s, which must be replayed first) except ``trivial``, which swaps the md5 draw for an
@@ -164,6 +168,43 @@ def replay(con: duckdb.DuckDBPyConnection, shot: Snapshot, variant: str) -> str:
     return out
 
 
+def shape(con: duckdb.DuckDBPyConnection, shot: Snapshot, kept: str | None) -> None:
+    """Print the shape of the captured rules and of the input's triples.
+
+    A rule q -> e with sup(q) = 1 has sup(q + {e}) = 1 and confidence 1 (its one record holds
+    both); with rho >= 1/2 a rule with sup(q) >= 2 needs sup(q + {e}) >= 2. So the share of
+    one-holder rules says how much of stage 3 a representation by (record, triple) rows would
+    spare, and the candidate rows say how much a 4-itemset level grown only from triples held
+    by two records or more would enumerate (on the original records, the levels captured).
+    """
+    def show(label: str, sql: str) -> None:
+        started = time.perf_counter()
+        rows = con.execute(sql).fetchall()
+        print(f"{label} ({time.perf_counter() - started:.1f} s): {rows}", flush=True)
+
+    show("found rules by (size, sup(q) = 1)", f"SELECT size, sq = 1, count(*) FROM {shot.found} "
+         "GROUP BY ALL ORDER BY ALL")
+    show("distinct one-holder qids of the found rules", "SELECT count(*) FROM (SELECT DISTINCT "
+         f"part, q1, q2, q3 FROM {shot.found} WHERE sq = 1)")
+    if kept is not None:
+        show(f"kept rules ({kept}) by sup(q) = 1",
+             f"SELECT sq = 1, count(*) FROM {kept} GROUP BY ALL ORDER BY ALL")
+    level1, level3 = shot.levels[1], shot.levels[3]
+    con.execute(f"CREATE TEMP TABLE shared AS SELECT x1, x2, x3 FROM {level3} GROUP BY ALL "
+                "HAVING count(*) >= 2")
+    show("input triples: distinct, held by two records or more",
+         f"SELECT (SELECT count(*) FROM (SELECT DISTINCT x1, x2, x3 FROM {level3})), "
+         "(SELECT count(*) FROM shared)")
+    show("input (record, 4-itemset) rows", "SELECT sum(n * (n - 1) * (n - 2) * (n - 3) // 24) "
+         f"FROM (SELECT count(*) AS n FROM {level1} GROUP BY record_id)")
+    grown = " ".join(f"SEMI JOIN shared {a} ON {a}.x1 = {f} AND {a}.x2 = {g} AND {a}.x3 = i.x1"
+                     for a, f, g in (("b", "o.x1", "o.x2"), ("c", "o.x1", "o.x3"),
+                                     ("d", "o.x2", "o.x3")))
+    show("of them with every 3-subset held by two records or more",
+         f"SELECT count(*) FROM {level3} o JOIN shared a ON a.x1 = o.x1 AND a.x2 = o.x2 AND "
+         f"a.x3 = o.x3 JOIN {level1} i ON i.record_id = o.record_id AND i.x1 > o.x3 {grown}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
@@ -173,13 +214,20 @@ def main() -> None:
     rep.add_argument("snap")
     rep.add_argument("--variant", default="run")
     rep.add_argument("--memory-limit", default="10GB")
+    sha = sub.add_parser("shape", help="the shape of the captured rules and triples")
+    sha.add_argument("snap")
+    sha.add_argument("--kept", help="a replayed table of the kept rules, e.g. out_run")
+    sha.add_argument("--memory-limit", default="10GB")
     args, rest = parser.parse_known_args()
     if args.command == "capture":
         capture(args.snap, rest)
         return
     shot = Snapshot(args.snap)
-    con = duckdb.connect(args.snap)
+    con = duckdb.connect(args.snap, read_only=args.command == "shape")
     con.execute(f"SET memory_limit = '{args.memory_limit}'")
+    if args.command == "shape":
+        shape(con, shot, args.kept)
+        return
     out = replay(con, shot, args.variant)
     rows = con.execute(f"SELECT count(*) FROM {out}").fetchone()
     print(f"rules kept: {rows[0] if rows else 0:,}")
