@@ -21,7 +21,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError
 from setanon_sql.models import require_model
-from setanon_sql.models.rho import check, suppressor
+from setanon_sql.models.rho import check, qids, suppressor
 from setanon_sql.models.rho.qids import build_supports, col
 from tests.conftest import write
 from tests.integration.test_rho import published, random_baskets
@@ -248,3 +248,43 @@ def test_members_by_pairs_or_by_the_rarest_item_give_the_same_output(
     assert histories[0] == histories[1]
     sensitive = sensitive_labels(db, dataset, run)
     assert oracle.unsafe_rules(outputs[0], sensitive, Fraction("0.6"), m=3) == []
+
+
+@pytest.mark.parametrize(("seed", "rho"), [(51, "0.3"), (52, "0.5"), (53, "0.7")])
+def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
+        rho: str) -> None:
+    """The count's rules, joined apart for X held by one record and by more
+    (``qids.SPLIT_BY_HOLDERS``), are the oracle's unsafe rules and the one join's; ρ < 1/2 has
+    one-holder X that are unsafe with sup(q) = 2."""
+    rng = random.Random(seed)
+    text = random_baskets(rng, 30, 12, 5)  # sparse: many X held by one record
+    records = oracle.read_fimi(write(tmp_path / "in.dat", text))
+    dataset = api.load_transactions(db, tmp_path / "in.dat", "d")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    words = db.table(dataset.dict_table(dataset.set_attributes[0]))
+    sensitive = {"1", "3", "4", "7"}
+    sens = db.table("t_sens")
+    db.materialize(sens, exp.select(col("item_id")).from_(words.copy()).where(
+        col("label").isin(*(exp.Literal.string(s) for s in sensitive))))
+    cur = db.table("t_cur")
+    db.materialize(cur, exp.select(col("record_id"), col("item_id"),
+                                   exp.Literal.number(0).as_("part", quoted=True))
+                   .from_(items.copy()))
+    _, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, 3, sens, 2)
+    label = dict(db.query(exp.select(col("item_id"), col("label")).from_(words.copy())))
+    fraction = Fraction(rho)
+    bound = {"num": fraction.numerator, "den": fraction.denominator}
+    got: dict[bool, list[tuple[frozenset[str], str, int, int]]] = {}
+    for split in (True, False):
+        monkeypatch.setattr(qids, "SPLIT_BY_HOLDERS", split)
+        rows = db.query(exp.select(col("q1"), col("q2"), col("e"), col("sx"), col("sq")).from_(
+            qids.unnumbered_rules_query(supx, sens, None, 3, 2).subquery("r")), bound)
+        got[split] = [(frozenset(str(label[x]) for x in (q1, q2) if x), str(label[e]),
+                       int(sx), int(sq)) for q1, q2, e, sx, sq in rows]
+    want = oracle.unsafe_rules(records, sensitive, fraction, m=2)
+    assert want, "no unsafe rule"
+    assert len(got[True]) == len(set(got[True])) == len(want)
+    assert set(got[True]) == set(want) == set(got[False])
+    if fraction < Fraction(1, 2):
+        assert any(sx == 1 and sq == 2 for _, _, sx, sq in want)

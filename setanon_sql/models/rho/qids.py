@@ -19,6 +19,9 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.sqlrender import identifier, union_all, with_alias
 
+# The A/B switch of :func:`unnumbered_rules_query`'s split by X's holders (the same rules).
+SPLIT_BY_HOLDERS = True
+
 
 def col(name: str, table: str | None = None) -> exp.Column:
     """A quoted column reference."""
@@ -118,7 +121,8 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
 
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
                        j: int, max_q: int, x_source: exp.Expr | None = None,
-                       y_source: exp.Expr | None = None, counted: bool = True) -> exp.Select:
+                       y_source: exp.Expr | None = None, counted: bool = True,
+                       holders: str | None = None) -> exp.Select:
     """Rules whose consequent e is the j-th item of X; q is X without it.
 
     X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both
@@ -126,6 +130,8 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     ``counted``: the supports were just counted in full, so X's ``first_rec`` is the record
     holding X when sup(X) = 1 (column ``xrec``, :func:`.choice.chosen_query`); otherwise
     ``xrec`` is NULL (after a subtraction the first record may no longer hold X).
+    ``holders``: only the rules whose X is held by ``"one"`` record or by ``"many"`` (see
+    :func:`unnumbered_rules_query`); None, all.
     """
     q_source = [f"x{p}" for p in range(1, width + 1) if p != j]
     on_q = [col("part", "y").eq(col("part", "x"))]
@@ -155,8 +161,16 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     # of one fact: it estimated 162 of 2.28M changed itemsets (BMS-WebView-2, --m 3) passed
     # "size <= 2 AND x3 = 0" and planned the join for a handful of rows.
     q_size = exp.convert(min(max_q, width - 1))
-    return query.where(exp.and_(col("size", "x") >= exp.Literal.number(2),
-                                col("size", "y") <= q_size, unsafe))
+    conditions = [col("size", "x") >= exp.Literal.number(2), col("size", "y") <= q_size, unsafe]
+    two = exp.Literal.number(2)
+    if holders == "many":
+        conditions.append(col("n", "x") >= two)
+    elif holders == "one":
+        # Implied by ``unsafe`` when sup(X) = 1, written so that only the rare qids
+        # (sup(q) < den / num) are joined: a filter on y alone.
+        conditions += [col("n", "x") < two,
+                       (placeholder("num") * col("n", "y")) < placeholder("den")]
+    return query.where(exp.and_(*conditions))
 
 
 def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
@@ -173,8 +187,20 @@ def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
 def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
                            width: int, max_q: int) -> exp.Query:
     """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
-    rules, numbering them sorted them all for nothing."""
-    parts = [rules_for_position(supx, sens, win, width, j, max_q) for j in range(1, width + 1)]
+    rules, numbering them sorted them all for nothing.
+
+    Each position is two joins of X with q, by how many records hold X (the same rules: a
+    support is at least 1). A rule whose X one record holds is unsafe only if
+    1 / sup(q) > ρ, so only the qids held by fewer than 1 / ρ records are joined with those X;
+    a rule whose X more records hold joins only those X. So each join hashes a filtered part
+    of the supports, where one join of every X with every q hashed a whole support table: at
+    stage 3 of 1M Quest records (personalized prho, ``--m 3``), where 94.6% of the unsafe
+    rules have sup(q) = 1, that statement took 94-209 s (BENCHMARKS.md, prho).
+    """
+    parts = [rules_for_position(supx, sens, win, width, j, max_q,
+                                holders=holders if SPLIT_BY_HOLDERS else None)
+             for j in range(1, width + 1)
+             for holders in (("one", "many") if SPLIT_BY_HOLDERS else (None,))]
     query = union_all(parts)
     return query
 
