@@ -13,6 +13,7 @@ the same support table, so the whole check is a few joins. Shared with the perso
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from sqlglot import exp
 
@@ -21,6 +22,8 @@ from setanon_sql.sqlrender import identifier, union_all, with_alias
 
 # The A/B switch of :func:`unnumbered_rules_query`'s split by X's holders (the same rules).
 SPLIT_BY_HOLDERS = True
+# X held by one record, or by two or more (:func:`rules_for_position`).
+Holders = Literal["one", "many"]
 
 
 def col(name: str, table: str | None = None) -> exp.Column:
@@ -122,7 +125,7 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
                        j: int, max_q: int, x_source: exp.Expr | None = None,
                        y_source: exp.Expr | None = None, counted: bool = True,
-                       holders: str | None = None) -> exp.Select:
+                       holders: Holders | None = None) -> exp.Select:
     """Rules whose consequent e is the j-th item of X; q is X without it.
 
     X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both
@@ -192,15 +195,14 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
     Each position is two joins of X with q, by how many records hold X (the same rules: a
     support is at least 1). A rule whose X one record holds is unsafe only if
     1 / sup(q) > ρ, so only the qids held by fewer than 1 / ρ records are joined with those X;
-    a rule whose X more records hold joins only those X. So each join hashes a filtered part
-    of the supports, where one join of every X with every q hashed a whole support table: at
-    stage 3 of 1M Quest records (personalized prho, ``--m 3``), where 94.6% of the unsafe
-    rules have sup(q) = 1, that statement took 94-209 s (BENCHMARKS.md, prho).
+    a rule whose X more records hold joins only those X. So each join reads one side
+    filtered, where one join read every X and every q: at stage 3 of 1M Quest records
+    (personalized prho, ``--m 3``), where 94.6% of the unsafe rules have sup(q) = 1, the
+    statement took 75.6 s with one join and 62.0 s split, the same rules (BENCHMARKS.md, prho).
     """
-    parts = [rules_for_position(supx, sens, win, width, j, max_q,
-                                holders=holders if SPLIT_BY_HOLDERS else None)
-             for j in range(1, width + 1)
-             for holders in (("one", "many") if SPLIT_BY_HOLDERS else (None,))]
+    split: tuple[Holders | None, ...] = ("one", "many") if SPLIT_BY_HOLDERS else (None,)
+    parts = [rules_for_position(supx, sens, win, width, j, max_q, holders=holders)
+             for j in range(1, width + 1) for holders in split]
     query = union_all(parts)
     return query
 
