@@ -79,15 +79,16 @@ def test_supports_rebuilt_or_updated_give_the_same_output(db: Backend, tmp_path:
     assert sum(rebuilds[0]) == 0 and all(n > 0 for n in rebuilds[1]), rebuilds
 
 
-def test_level_above_the_largest_qid_keeps_only_itemsets_with_a_sensitive_item(
-        db: Backend, tmp_path: Path) -> None:
-    rng = random.Random(5)
-    text = random_baskets(rng, 25, 8, 6)
-    records = oracle.read_fimi(write(tmp_path / "in.dat", text))
-    dataset = api.load_transactions(db, tmp_path / "in.dat", "d")
+def counted_supports(db: Backend, path: Path, text: str, sensitive: set[str]
+                     ) -> tuple[list[frozenset[str]], list[exp.Table], exp.Table, exp.Table,
+                                dict[int, str]]:
+    """Load ``text`` and count its supports of up to 3 items, the top level pruned to itemsets
+    with an item of ``sensitive`` (qids of up to 2 items): the records read by the oracle, the
+    levels, the support table, the sensitive item ids' table and each item id's label."""
+    records = oracle.read_fimi(write(path, text))
+    dataset = api.load_transactions(db, path, "d")
     items = db.table(dataset.items_table(dataset.set_attributes[0]))
     words = db.table(dataset.dict_table(dataset.set_attributes[0]))
-    sensitive = {"2", "5"}
     sens = db.table("t_sens")
     db.materialize(sens, exp.select(col("item_id")).from_(words.copy()).where(
         col("label").isin(*(exp.Literal.string(s) for s in sensitive))))
@@ -96,7 +97,17 @@ def test_level_above_the_largest_qid_keeps_only_itemsets_with_a_sensitive_item(
                                    exp.Literal.number(0).as_("part", quoted=True))
                    .from_(items.copy()))
     levels, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, 3, sens, 2)
-    label = dict(db.query(exp.select(col("item_id"), col("label")).from_(words.copy())))
+    label = {int(item): str(name) for item, name in
+             db.query(exp.select(col("item_id"), col("label")).from_(words.copy()))}
+    return records, levels, supx, sens, label
+
+
+def test_level_above_the_largest_qid_keeps_only_itemsets_with_a_sensitive_item(
+        db: Backend, tmp_path: Path) -> None:
+    rng = random.Random(5)
+    sensitive = {"2", "5"}
+    records, levels, supx, _, label = counted_supports(
+        db, tmp_path / "in.dat", random_baskets(rng, 25, 8, 6), sensitive)
     got = {tuple(sorted(str(label[x]) for x in row[:-1] if x)): row[-1] for row in db.query(
         exp.select(col("x1"), col("x2"), col("x3"), col("n")).from_(supx.copy()))}
     want: Counter[tuple[str, ...]] = Counter()
@@ -258,21 +269,9 @@ def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
     (``qids.SPLIT_BY_HOLDERS``), are the oracle's unsafe rules and the one join's; ρ < 1/2 has
     one-holder X that are unsafe with sup(q) = 2."""
     rng = random.Random(seed)
-    text = random_baskets(rng, 30, 12, 5)  # sparse: many X held by one record
-    records = oracle.read_fimi(write(tmp_path / "in.dat", text))
-    dataset = api.load_transactions(db, tmp_path / "in.dat", "d")
-    items = db.table(dataset.items_table(dataset.set_attributes[0]))
-    words = db.table(dataset.dict_table(dataset.set_attributes[0]))
     sensitive = {"1", "3", "4", "7"}
-    sens = db.table("t_sens")
-    db.materialize(sens, exp.select(col("item_id")).from_(words.copy()).where(
-        col("label").isin(*(exp.Literal.string(s) for s in sensitive))))
-    cur = db.table("t_cur")
-    db.materialize(cur, exp.select(col("record_id"), col("item_id"),
-                                   exp.Literal.number(0).as_("part", quoted=True))
-                   .from_(items.copy()))
-    _, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, 3, sens, 2)
-    label = dict(db.query(exp.select(col("item_id"), col("label")).from_(words.copy())))
+    records, _, supx, sens, label = counted_supports(  # sparse: many X held by one record
+        db, tmp_path / "in.dat", random_baskets(rng, 30, 12, 5), sensitive)
     fraction = Fraction(rho)
     bound = {"num": fraction.numerator, "den": fraction.denominator}
     got: dict[bool, list[tuple[frozenset[str], str, int, int]]] = {}
