@@ -186,6 +186,11 @@ def shape(con: duckdb.DuckDBPyConnection, shot: Snapshot, kept: str | None) -> N
          "GROUP BY ALL ORDER BY ALL")
     show("distinct one-holder qids of the found rules", "SELECT count(*) FROM (SELECT DISTINCT "
          f"part, q1, q2, q3 FROM {shot.found} WHERE sq = 1)")
+    show("of them (and their rules) held by one record in the input too",
+         f"WITH o AS (SELECT x1, x2, x3, count(*) AS n FROM {shot.levels[3]} GROUP BY ALL) "
+         "SELECT count(DISTINCT (f.q1, f.q2, f.q3)) FILTER (WHERE o.n = 1), "
+         f"count(*) FILTER (WHERE o.n = 1) FROM {shot.found} f JOIN o ON o.x1 = f.q1 "
+         "AND o.x2 = f.q2 AND o.x3 = f.q3 WHERE f.sq = 1 AND f.size = 4")
     if kept is not None:
         show(f"kept rules ({kept}) by sup(q) = 1",
              f"SELECT sq = 1, count(*) FROM {kept} GROUP BY ALL ORDER BY ALL")
