@@ -8,15 +8,19 @@ statement of 210-250 s; this script measures it, and rewrites of it, on its own 
         --data questN            (runs bench/profile_rho.py's personalized --m 3 run until the
                                   statement, copies its input tables into SNAP.duckdb, its SQL
                                   and parameters into SNAP.duckdb.json, and stops)
-  python bench/rho_filter_alone.py replay SNAP.duckdb --variant run|ids|semi|xrec|trivial|slices4
+  python bench/rho_filter_alone.py replay SNAP.duckdb
+        --variant run|package|ids|semi|xrec|own|multi|trivial|slices4
   python bench/rho_filter_alone.py shape SNAP.duckdb [--kept out_run]
                                  (what the rules are: how many have a qid held by one record,
                                   and how far growing 4-itemsets only from triples held by two
                                   records or more would prune the (record, 4-itemset) rows)
 
-``run`` is the statement as the run sends it; the others give the same rules (checked against
-``run``'s, which must be replayed first) except ``trivial``, which swaps the md5 draw for an
-arithmetic predicate to show what the draws cost. DuckDB only (the snapshot is a DuckDB file).
+``run`` is the statement as the captured run sent it; ``package`` is the package's filter as it
+stands, rendered over the same tables (since stop 69 a rule of one holder is first tested on
+its own record: ``own`` is that written by hand, ``multi`` adds a table of the qids two or more
+original records hold). All give the same rules (checked against ``run``'s, which must be
+replayed first) except ``trivial``, which swaps the md5 draw for an arithmetic predicate to show
+what the draws cost. DuckDB only (the snapshot is a DuckDB file).
 """
 
 from __future__ import annotations
@@ -121,6 +125,90 @@ class Snapshot:
                 f"unnumbered AS (SELECT * EXCLUDE (fid, xok) FROM nf "
                 f"WHERE xok OR fid IN (SELECT fid FROM ok)) {NUMBER}")
 
+    def own(self) -> str:
+        """A rule of one holder (sx = 1, xrec) is kept outright when e ∈ E_xrec, looked up in
+        the input's occurrences that are in their record's E (xrec holds X ⊇ {e} in D' ⊆ D, so
+        (xrec, e) is one of them); only the others go to the holders, xrec left out."""
+        owne = (f"SELECT o.record_id, o.x1 AS item_id FROM {self.levels[1]} o JOIN "
+                f"{self.records} rp ON rp.record_id = o.record_id JOIN {self.labels} lb "
+                f"ON lb.item_id = o.x1 WHERE {DRAW}")
+        one = "f.sx = 1 AND f.xrec IS NOT NULL"
+        mine = "EXISTS (SELECT 1 FROM owne w WHERE w.record_id = f.xrec AND w.item_id = f.e)"
+        parts = []
+        for k, level in self.levels.items():
+            on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
+            parts.append(
+                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM rest r JOIN {level} o "
+                f"ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND r.xrec IS NOT NULL "
+                f"AND o.record_id = r.xrec) JOIN {self.records} rp ON rp.record_id = "
+                f"o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
+                f"WHERE r.size = {k + 1} AND {DRAW}")
+        keys = " UNION ALL ".join(parts)
+        return (f"WITH owne AS ({owne}), "
+                f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
+                f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "
+                f"UNION ALL SELECT f.* FROM {self.found} f JOIN ({keys}) k ON k.part = f.part "
+                f"AND k.q1 = f.q1 AND k.q2 = f.q2 AND k.q3 = f.q3 AND k.e = f.e) {NUMBER}")
+
+    def multi(self) -> list[str]:
+        """``own``, and a rule of one holder goes to the holders only if two or more original
+        records hold its qid (tables multi1..3, counted once per run from the levels)."""
+        made = []
+        for k, level in self.levels.items():
+            xs = ", ".join(f"x{j}" for j in range(1, k + 1))
+            made.append(f"CREATE OR REPLACE TABLE multi{k} AS SELECT part, {xs} FROM {level} "
+                        f"GROUP BY part, {xs} HAVING count(*) >= 2")
+        owne = (f"SELECT o.record_id, o.x1 AS item_id FROM {self.levels[1]} o JOIN "
+                f"{self.records} rp ON rp.record_id = o.record_id JOIN {self.labels} lb "
+                f"ON lb.item_id = o.x1 WHERE {DRAW}")
+        one = "f.sx = 1 AND f.xrec IS NOT NULL"
+        mine = "EXISTS (SELECT 1 FROM owne w WHERE w.record_id = f.xrec AND w.item_id = f.e)"
+        parts = []
+        for k, level in self.levels.items():
+            on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
+            shared = " AND ".join(f"m.x{j} = r.q{j}" for j in range(1, k + 1))
+            parts.append(
+                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM (SELECT r.* FROM rest r "
+                f"WHERE r.size = {k + 1} AND (NOT (r.sx = 1 AND r.xrec IS NOT NULL) OR EXISTS "
+                f"(SELECT 1 FROM multi{k} m WHERE m.part = r.part AND {shared}))) r "
+                f"JOIN {level} o "
+                f"ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND r.xrec IS NOT NULL "
+                f"AND o.record_id = r.xrec) JOIN {self.records} rp ON rp.record_id = "
+                f"o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
+                f"WHERE {DRAW}")
+        keys = " UNION ALL ".join(parts)
+        return [*made, (
+            f"WITH owne AS ({owne}), "
+            f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
+            f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "
+            f"UNION ALL SELECT f.* FROM {self.found} f JOIN ({keys}) k ON k.part = f.part "
+            f"AND k.q1 = f.q1 AND k.q2 = f.q2 AND k.q3 = f.q3 AND k.e = f.e) {NUMBER}")]
+
+    def package(self) -> list[str]:
+        """The package's filter as it stands (``prho/relevance.py``, ``OWN_HOLDER_FIRST``),
+        rendered over the snapshot's tables: the protected occurrences, then the rules."""
+        from sqlglot import exp
+
+        from setanon_sql.backends.duckdb import DuckDBBackend
+        from setanon_sql.models.prho.constraint import Constraint
+        from setanon_sql.models.prho.relevance import Relevance, protected_occurrences
+        from setanon_sql.models.rho.qids import numbered_rules
+        from setanon_sql.sqlrender import render
+
+        setting = "file" if self.meta["params"].get("t_out") is None else "personalized"
+        constraint = Constraint(setting, int(self.meta["params"].get("cseed", 0)),
+                                exp.to_table(self.common), exp.to_table("cons"),
+                                exp.to_table(self.records), exp.to_table(self.dictionary))
+        own = exp.to_table("ownsens")
+        levels = tuple(exp.to_table(self.levels[k]) for k in (1, 2, 3))
+        dialect = DuckDBBackend(":memory:", "main")  # for its SQL only
+        keep = Relevance(dialect, constraint, levels, own)
+        query = numbered_rules(keep.keep(exp.to_table(self.found), 4), 4)
+        occurrences = protected_occurrences(dialect, constraint, levels[0])
+        dialect.close()
+        return [f"CREATE OR REPLACE TABLE ownsens AS {render(occurrences, 'duckdb')}",
+                render(query, "duckdb")]
+
     def semi(self) -> str:
         """An EXISTS semi-join per qid size instead of DISTINCT and the join back."""
         parts = []
@@ -163,7 +251,13 @@ def replay(con: duckdb.DuckDBPyConnection, shot: Snapshot, variant: str) -> str:
         for s in range(k):
             con.execute(f"DROP TABLE kept_{s}")
     else:
-        con.execute(f"CREATE OR REPLACE TABLE {out} AS {getattr(shot, variant)()}", params)
+        made = getattr(shot, variant)()
+        *before, last = [made] if isinstance(made, str) else made
+        for sql in before:
+            begun = time.perf_counter()
+            con.execute(sql, {k: v for k, v in params.items() if f"${k}" in sql})
+            print(f"  {sql[:60]}: {time.perf_counter() - begun:.1f} s")
+        con.execute(f"CREATE OR REPLACE TABLE {out} AS {last}", params)
     print(f"{variant}: {time.perf_counter() - started:.1f} s")
     return out
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections import Counter
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlglot import exp
 
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.prho import relevance
 from setanon_sql.models.prho import rules as prho_rules
 from setanon_sql.models.prho import staged as prho_staged
+from setanon_sql.models.rho.qids import col
 from tests.conftest import write
 from tests.oracle import prho_oracle as oracle
 
@@ -192,6 +197,59 @@ def test_suppressor_runs_by_the_rho_suppressor(
                                                list(range(1, largest + 1)))
     assert run.figures["support_mismatches"] == 0
     assert run.figures["suppressed"] == sum(s["suppressed"] for s in stages) > 0
+    assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.on_spark(seeds=[31])
+@pytest.mark.parametrize(("setting", "seed"), [("personalized", 31), ("personalized", 32),
+                                             ("personalized+", 33), ("file", 34)])
+def test_own_holder_first_keeps_the_rules_the_holders_keep(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str,
+        seed: int) -> None:
+    """A rule of one known holder is kept when its own record protects e, else by another
+    original holder of Q (``Relevance.keep`` with ``own``): at every count of a staged run the
+    rules kept are those the holders alone keep (``own`` None), the case of a one-holder rule
+    kept by another holder occurs, and the output is safe by brute force."""
+    monkeypatch.setattr(prho_staged, "one_stage_within_reach", lambda *_: False)
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 30, 14, 6))
+    original = oracle.read_fimi(source)
+    params: dict[str, Any] = {"rho": 0.5, "m": 3}
+    if setting == "file":
+        constraint = [set(map(str, rng.sample(range(1, 15), rng.randint(0, 7))))
+                      for _ in original]
+        write(tmp_path / "e.dat", "".join(" ".join(sorted(e)) + "\n" for e in constraint))
+        params["constraint"] = str(tmp_path / "e.dat")
+    else:
+        constraint = oracle.generated_constraint(original, setting, seed, 0.4, 0.05)
+        params.update({"setting": setting, "sensitive_fraction": 0.4, "noise": 0.05})
+    keep = relevance.Relevance.keep
+    seen = Counter[str]()
+
+    def compared(self: relevance.Relevance, found: exp.Table, width: int,
+                 counted: bool = False) -> exp.Select:
+        assert self.own is not None
+        names = ["part", *(f"q{p}" for p in range(1, width)), "e", "sx", "xrec"]
+        kept: dict[bool, Counter[tuple[Any, ...]]] = {}
+        for own in (self.own, None):
+            query = keep(dataclasses.replace(self, own=own), found, width, counted)
+            kept[own is not None] = Counter(db.query(
+                exp.select(*(col(n, "k") for n in names)).from_(query.subquery("k")),
+                self.params()))
+        assert kept[True] == kept[False]
+        own_rows = set(db.query(exp.select(col("record_id"), col("item_id"))
+                                .from_(self.own.copy())))
+        for *_, e, sx, xrec in kept[True]:
+            if sx == 1 and xrec is not None:
+                seen["own" if (xrec, e) in own_rows else "other holder"] += 1
+        return keep(self, found, width, counted)
+
+    monkeypatch.setattr(relevance.Relevance, "keep", compared)
+    dataset = api.load_transactions(db, source, "d")
+    run = run_prho(db, dataset, seed, **params)
+    assert seen["own"] and seen["other holder"], seen
+    output = published(db, dataset, run, tmp_path)
+    assert oracle.unsafe_adversaries(original, output, constraint, Fraction(1, 2), 3) == []
     assert api.verify(db, dataset, run).ok
 
 

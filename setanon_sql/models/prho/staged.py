@@ -32,7 +32,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.params import PrhoParams
-from setanon_sql.models.prho.relevance import Relevance
+from setanon_sql.models.prho.relevance import Relevance, protected_occurrences
 from setanon_sql.models.prho.rules import original_levels
 from setanon_sql.models.rho.check import (
     CheckShape,
@@ -105,16 +105,20 @@ def run_staged(backend: Backend, context: RunContext, chosen: PrhoParams,
         return base, []
     params = RhoParams(rho=chosen.rho, m=chosen.m, heuristic="dist", b_max=None, t_max=None,
                        sensitive=None, sensitive_fraction=None, column=chosen.column)
-    olevels: list[exp.Table] = []
+    work = [conseq]
     relevance: Relevance | None = None
     if constraint.per_record:
         olevels = original_levels(backend, context.table, base, shape.max_q)
-        relevance = Relevance(backend, constraint, tuple(olevels))
+        own = context.table("ownsens")
+        backend.materialize(own, protected_occurrences(backend, constraint, olevels[0]),
+                            constraint.params(), working=True)
+        relevance = Relevance(backend, constraint, tuple(olevels), own)
+        work += [*olevels, own]
     final, history, stages, mismatches = run_stages(
         backend, context, params, conseq, base, shape.width, shape.max_q,
         last_only=one_stage_within_reach(histogram, shape, constraint.per_record),
         rule_filter=relevance)
-    for work in (conseq, *olevels):
-        backend.drop_table(work)
+    for table in work:
+        backend.drop_table(table)
     context.figures.update({"stages": stages, "support_mismatches": mismatches})
     return final, history

@@ -97,8 +97,10 @@ class RuleFilter(Protocol):
     kept from the round before were filtered when they were found.
     """
 
-    def keep(self, found: exp.Table, width: int) -> exp.Select:
-        """The rows of ``found`` (rules without rule_id) that need sanitizing."""
+    def keep(self, found: exp.Table, width: int, counted: bool = False) -> exp.Select:
+        """The rows of ``found`` (rules without rule_id) that need sanitizing. ``counted``:
+        they come from a count from scratch, so ``xrec`` names X's one holder where sx = 1
+        (:func:`.qids.rules_for_position`); otherwise it is NULL throughout."""
 
     def params(self) -> dict[str, Any]:
         """The bind parameters :meth:`keep`'s query uses."""
@@ -226,8 +228,8 @@ class Suppressor:
             return supx, win, rules
         found = self._found(unnumbered_rules_query(supx, self.sens, win, self.width,
                                                    self.max_q))
-        rules = self._rules(numbered_rules(self.rule_filter.keep(found, self.width), self.width),
-                            None, self.rule_filter.params())
+        rules = self._rules(numbered_rules(self.rule_filter.keep(found, self.width, counted=True),
+                                           self.width), None, self.rule_filter.params())
         self.backend.drop_table(found)
         return supx, win, rules
 
