@@ -31,6 +31,7 @@ import re
 import runpy
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,26 +130,7 @@ class Snapshot:
         """A rule of one holder (sx = 1, xrec) is kept outright when e ∈ E_xrec, looked up in
         the input's occurrences that are in their record's E (xrec holds X ⊇ {e} in D' ⊆ D, so
         (xrec, e) is one of them); only the others go to the holders, xrec left out."""
-        owne = (f"SELECT o.record_id, o.x1 AS item_id FROM {self.levels[1]} o JOIN "
-                f"{self.records} rp ON rp.record_id = o.record_id JOIN {self.labels} lb "
-                f"ON lb.item_id = o.x1 WHERE {DRAW}")
-        one = "f.sx = 1 AND f.xrec IS NOT NULL"
-        mine = "EXISTS (SELECT 1 FROM owne w WHERE w.record_id = f.xrec AND w.item_id = f.e)"
-        parts = []
-        for k, level in self.levels.items():
-            on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
-            parts.append(
-                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM rest r JOIN {level} o "
-                f"ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND r.xrec IS NOT NULL "
-                f"AND o.record_id = r.xrec) JOIN {self.records} rp ON rp.record_id = "
-                f"o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
-                f"WHERE r.size = {k + 1} AND {DRAW}")
-        keys = " UNION ALL ".join(parts)
-        return (f"WITH owne AS ({owne}), "
-                f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
-                f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "
-                f"UNION ALL SELECT f.* FROM {self.found} f JOIN ({keys}) k ON k.part = f.part "
-                f"AND k.q1 = f.q1 AND k.q2 = f.q2 AND k.q3 = f.q3 AND k.e = f.e) {NUMBER}")
+        return self._own_first(lambda k: "SELECT r.* FROM rest r")
 
     def multi(self) -> list[str]:
         """``own``, and a rule of one holder goes to the holders only if two or more original
@@ -158,6 +140,17 @@ class Snapshot:
             xs = ", ".join(f"x{j}" for j in range(1, k + 1))
             made.append(f"CREATE OR REPLACE TABLE multi{k} AS SELECT part, {xs} FROM {level} "
                         f"GROUP BY part, {xs} HAVING count(*) >= 2")
+
+        def shared(k: int) -> str:
+            on = " AND ".join(f"m.x{j} = r.q{j}" for j in range(1, k + 1))
+            return (f"SELECT r.* FROM rest r WHERE NOT (r.sx = 1 AND r.xrec IS NOT NULL) OR "
+                    f"EXISTS (SELECT 1 FROM multi{k} m WHERE m.part = r.part AND {on})")
+
+        return [*made, self._own_first(shared)]
+
+    def _own_first(self, rest_of_size: Callable[[int], str]) -> str:
+        """``own``'s statement; ``rest_of_size(k)`` picks the rules left to the holders (of
+        ``rest``, alias r) for qids of k items."""
         owne = (f"SELECT o.record_id, o.x1 AS item_id FROM {self.levels[1]} o JOIN "
                 f"{self.records} rp ON rp.record_id = o.record_id JOIN {self.labels} lb "
                 f"ON lb.item_id = o.x1 WHERE {DRAW}")
@@ -166,23 +159,18 @@ class Snapshot:
         parts = []
         for k, level in self.levels.items():
             on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
-            shared = " AND ".join(f"m.x{j} = r.q{j}" for j in range(1, k + 1))
             parts.append(
-                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM (SELECT r.* FROM rest r "
-                f"WHERE r.size = {k + 1} AND (NOT (r.sx = 1 AND r.xrec IS NOT NULL) OR EXISTS "
-                f"(SELECT 1 FROM multi{k} m WHERE m.part = r.part AND {shared}))) r "
-                f"JOIN {level} o "
-                f"ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND r.xrec IS NOT NULL "
-                f"AND o.record_id = r.xrec) JOIN {self.records} rp ON rp.record_id = "
-                f"o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
-                f"WHERE {DRAW}")
+                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM ({rest_of_size(k)}) r "
+                f"JOIN {level} o ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND "
+                f"r.xrec IS NOT NULL AND o.record_id = r.xrec) JOIN {self.records} rp "
+                f"ON rp.record_id = o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
+                f"WHERE r.size = {k + 1} AND {DRAW}")
         keys = " UNION ALL ".join(parts)
-        return [*made, (
-            f"WITH owne AS ({owne}), "
-            f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
-            f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "
-            f"UNION ALL SELECT f.* FROM {self.found} f JOIN ({keys}) k ON k.part = f.part "
-            f"AND k.q1 = f.q1 AND k.q2 = f.q2 AND k.q3 = f.q3 AND k.e = f.e) {NUMBER}")]
+        return (f"WITH owne AS ({owne}), "
+                f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
+                f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "
+                f"UNION ALL SELECT f.* FROM {self.found} f JOIN ({keys}) k ON k.part = f.part "
+                f"AND k.q1 = f.q1 AND k.q2 = f.q2 AND k.q3 = f.q3 AND k.e = f.e) {NUMBER}")
 
     def package(self) -> list[str]:
         """The package's filter as it stands (``prho/relevance.py``, ``OWN_HOLDER_FIRST``),

@@ -43,6 +43,20 @@ def published(db: Backend, dataset: api.Dataset, run: api.Run,
     return oracle.read_fimi(out)
 
 
+def random_constraint(rng: random.Random, original: oracle.Records, setting: str, seed: int,
+                      items: int, most: int, tmp_path: Path
+                      ) -> tuple[list[set[str]], dict[str, Any]]:
+    """E for ``setting`` and the run parameters that give it: a constraint file of up to
+    ``most`` of the items 1..``items`` per record, or a generator's (40%, noise 0.05)."""
+    if setting == "file":
+        constraint = [set(map(str, rng.sample(range(1, items + 1), rng.randint(0, most))))
+                      for _ in original]
+        write(tmp_path / "e.dat", "".join(" ".join(sorted(e)) + "\n" for e in constraint))
+        return constraint, {"constraint": str(tmp_path / "e.dat")}
+    return (oracle.generated_constraint(original, setting, seed, 0.4, 0.05),
+            {"setting": setting, "sensitive_fraction": 0.4, "noise": 0.05})
+
+
 @pytest.mark.on_spark(seeds=[1], connect=True)
 @pytest.mark.parametrize(("seed", "choice"), [(1, "paper"), (2, "paper"), (3, "fewest"),
                                               (8, "fewest"), (9, "fewest")])
@@ -176,15 +190,8 @@ def test_suppressor_runs_by_the_rho_suppressor(
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 36, 9, 5))
     original = oracle.read_fimi(source)
-    params: dict[str, Any] = {"rho": 0.5}
-    if setting == "file":
-        constraint = [set(map(str, rng.sample(range(1, 10), rng.randint(0, 4))))
-                      for _ in original]
-        write(tmp_path / "e.dat", "".join(" ".join(sorted(e)) + "\n" for e in constraint))
-        params["constraint"] = str(tmp_path / "e.dat")
-    else:
-        constraint = oracle.generated_constraint(original, setting, seed, 0.4, 0.05)
-        params.update({"setting": setting, "sensitive_fraction": 0.4, "noise": 0.05})
+    constraint, given = random_constraint(rng, original, setting, seed, 9, 4, tmp_path)
+    params: dict[str, Any] = {"rho": 0.5, **given}
     dataset = api.load_transactions(db, source, "d")
     run = run_prho(db, dataset, seed, **(params if m is None else {**params, "m": m}))
     output = published(db, dataset, run, tmp_path)
@@ -214,15 +221,8 @@ def test_own_holder_first_keeps_the_rules_the_holders_keep(
     rng = random.Random(seed)
     source = write(tmp_path / "in.dat", random_baskets(rng, 30, 14, 6))
     original = oracle.read_fimi(source)
-    params: dict[str, Any] = {"rho": 0.5, "m": 3}
-    if setting == "file":
-        constraint = [set(map(str, rng.sample(range(1, 15), rng.randint(0, 7))))
-                      for _ in original]
-        write(tmp_path / "e.dat", "".join(" ".join(sorted(e)) + "\n" for e in constraint))
-        params["constraint"] = str(tmp_path / "e.dat")
-    else:
-        constraint = oracle.generated_constraint(original, setting, seed, 0.4, 0.05)
-        params.update({"setting": setting, "sensitive_fraction": 0.4, "noise": 0.05})
+    constraint, given = random_constraint(rng, original, setting, seed, 14, 7, tmp_path)
+    params: dict[str, Any] = {"rho": 0.5, "m": 3, **given}
     keep = relevance.Relevance.keep
     seen = Counter[str]()
 
