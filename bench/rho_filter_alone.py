@@ -103,11 +103,14 @@ class Snapshot:
         return self.run().replace(draw.group(0), '(("rp"."position" * 7 + "dl"."item_id" + '
                                   "$cseed) % 5 < 2 OR $t_out = $t_in)")
 
-    def _holders(self, k: int, rules: str) -> str:
+    def _holders(self, k: int, rules: str, keys: str = "r.fid", also: str = "") -> str:
+        """The distinct ``keys`` of the rules (``rules``, alias r) with qids of k items that an
+        original holder (alias o; ``also``: a further join condition) protects e for."""
         on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
-        return (f"SELECT DISTINCT r.fid FROM {rules} r JOIN {self.levels[k]} o ON o.part = r.part"
-                f" AND {on} JOIN {self.records} rp ON rp.record_id = o.record_id "
-                f"JOIN {self.labels} lb ON lb.item_id = r.e WHERE r.size = {k + 1} AND {DRAW}")
+        return (f"SELECT DISTINCT {keys} FROM {rules} r JOIN {self.levels[k]} o ON "
+                f"o.part = r.part AND {on}{also} JOIN {self.records} rp ON rp.record_id = "
+                f"o.record_id JOIN {self.labels} lb ON lb.item_id = r.e WHERE r.size = {k + 1} "
+                f"AND {DRAW}")
 
     def ids(self) -> str:
         """A row id per found rule: DISTINCT ids, a semi-join on the id."""
@@ -156,16 +159,10 @@ class Snapshot:
                 f"ON lb.item_id = o.x1 WHERE {DRAW}")
         one = "f.sx = 1 AND f.xrec IS NOT NULL"
         mine = "EXISTS (SELECT 1 FROM owne w WHERE w.record_id = f.xrec AND w.item_id = f.e)"
-        parts = []
-        for k, level in self.levels.items():
-            on = " AND ".join(f"o.x{j} = r.q{j}" for j in range(1, k + 1))
-            parts.append(
-                f"SELECT DISTINCT r.part, r.q1, r.q2, r.q3, r.e FROM ({rest_of_size(k)}) r "
-                f"JOIN {level} o ON o.part = r.part AND {on} AND NOT (r.sx = 1 AND "
-                f"r.xrec IS NOT NULL AND o.record_id = r.xrec) JOIN {self.records} rp "
-                f"ON rp.record_id = o.record_id JOIN {self.labels} lb ON lb.item_id = r.e "
-                f"WHERE r.size = {k + 1} AND {DRAW}")
-        keys = " UNION ALL ".join(parts)
+        others = " AND NOT (r.sx = 1 AND r.xrec IS NOT NULL AND o.record_id = r.xrec)"
+        keys = " UNION ALL ".join(
+            self._holders(k, f"({rest_of_size(k)})", "r.part, r.q1, r.q2, r.q3, r.e", others)
+            for k in self.levels)
         return (f"WITH owne AS ({owne}), "
                 f"rest AS (SELECT f.* FROM {self.found} f WHERE NOT ({one} AND {mine})), "
                 f"unnumbered AS (SELECT f.* FROM {self.found} f WHERE {one} AND {mine} "

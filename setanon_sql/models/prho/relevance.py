@@ -24,6 +24,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.prho.constraint import Constraint
+from setanon_sql.models.rho.choice import held_by_one_record
 from setanon_sql.models.rho.qids import col
 from setanon_sql.sqlrender import union_all, with_alias
 
@@ -88,14 +89,8 @@ class Relevance:
             return others
         settled = (exp.select(every.copy()).from_(with_alias(found, "f"))
                    .join(with_alias(own, "w"), on=_own_occurrence("f", "w"))
-                   .where(_one_holder("f")))
+                   .where(held_by_one_record("f")))
         return exp.select("*").from_(exp.union(settled, others, distinct=False).subquery("s"))
-
-
-def _one_holder(rules: str) -> exp.Expr:
-    """The rule (alias ``rules``) has an X held by one known record (sx = 1, xrec set)."""
-    return exp.and_(col("sx", rules).eq(exp.Literal.number(1)),
-                    exp.not_(col("xrec", rules).is_(exp.null())))
 
 
 def _own_occurrence(rules: str, own: str) -> exp.Expr:
@@ -126,8 +121,8 @@ def usable_rules_query(backend: Backend, constraint: Constraint, rules: exp.Tabl
         if own is not None:
             # An anti-join: the rules their own holder does not settle (Relevance.keep).
             query = query.join(with_alias(own, "w"), join_type="left",
-                               on=exp.and_(_own_occurrence("r", "w"), _one_holder("r")))
-            on.append(exp.not_(exp.and_(_one_holder("r"),
+                               on=exp.and_(_own_occurrence("r", "w"), held_by_one_record("r")))
+            on.append(exp.not_(exp.and_(held_by_one_record("r"),
                                         col("record_id", "o").eq(col("xrec", "r")))))
             where.append(col("record_id", "w").is_(exp.null()))
         query = query.join(with_alias(level, "o"), on=exp.and_(*on)).where(exp.and_(*where))

@@ -209,7 +209,8 @@ def collapsed_rules(choice: exp.Select) -> exp.Select:
             .group_by(col("part"), holder, alone, col("d"), col("k"), col("h")))
 
 
-def held_by_one_record() -> exp.Expr:
-    """A rule (a row of ``rules`` or ``scores``) whose X one known record holds: sx = 1 and
-    ``xrec`` set (:func:`.qids.rules_for_position`)."""
-    return exp.and_(col("sx").eq(exp.Literal.number(1)), exp.not_(col("xrec").is_(exp.null())))
+def held_by_one_record(rules: str | None = None) -> exp.Expr:
+    """A rule (a row of ``rules`` or ``scores``; ``rules``: its alias, if any) whose X one known
+    record holds: sx = 1 and ``xrec`` set (:func:`.qids.rules_for_position`)."""
+    return exp.and_(col("sx", rules).eq(exp.Literal.number(1)),
+                    exp.not_(col("xrec", rules).is_(exp.null())))
