@@ -411,11 +411,19 @@ class Suppressor:
         if self.levels and (by_pair or by_level):
             gone = self._fresh("gone")
             self._build(gone, gone_query(self.levels[0], cur))
-            if not by_pair:
-                self._build(found, member_level_query(chosen, list(self.levels), gone,
-                                                      self.width))
-                return self._hashed(found, round_no)
-            self._build(found, member_pair_query(chosen, self.levels[1], gone, self.width))
+            # No nested loops: the level rows' anti-joins with ``gone`` (no index on either)
+            # look to PostgreSQL as if they left one row, once ``gone`` covers most records
+            # and items, and it joined that "row" to every chosen rule by a scan of the rules
+            # per level row. 50k Quest records, personalized prho, ``--m 3``, round 9: 31,826
+            # rules, 2.5M pair rows, 352k gone; 263 s for the pair route's statement
+            # (auto_explain's plan; BENCHMARKS.md, prho). See Backend.hash_joins_only.
+            with self.backend.hash_joins_only():
+                if not by_pair:
+                    self._build(found, member_level_query(chosen, list(self.levels), gone,
+                                                          self.width))
+                    return self._hashed(found, round_no)
+                self._build(found, member_pair_query(chosen, self.levels[1], gone,
+                                                     self.width))
             return self._hashed(self._stepped(found, cur, first=3), round_no)
         self._build(found, member_start_query(chosen, pivots, cur, self.width))
         return self._hashed(self._stepped(found, cur, first=1), round_no)
