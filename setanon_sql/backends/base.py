@@ -290,6 +290,11 @@ class Backend(ABC):
         PostgreSQL overrides it. The rows are the same either way."""
         return query
 
+    #: Whether a count of the unsafe rules joins X with q in two parts per position of e, by
+    #: how many records hold X (:func:`.models.rho.qids.unnumbered_rules_query`: the same
+    #: rules). Measured per engine: DuckDB gains, PostgreSQL loses (see its class).
+    split_rules_by_holders: bool = True
+
     #: The fewest nodes from which a full enumeration of the records' itemsets joins left-deep
     #: (:func:`.models.km.itemsets.enumeration_joins`); None: never. Measured per engine.
     left_deep_from: int | None = None

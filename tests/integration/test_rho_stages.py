@@ -263,11 +263,10 @@ def test_members_by_pairs_or_by_the_rarest_item_give_the_same_output(
 
 @pytest.mark.parametrize(("seed", "rho"), [(51, "0.3"), (52, "0.5"), (53, "0.7")])
 def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
-        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
-        rho: str) -> None:
-    """The count's rules, joined apart for X held by one record and by more
-    (``qids.SPLIT_BY_HOLDERS``), are the oracle's unsafe rules and the one join's; ρ < 1/2 has
-    one-holder X that are unsafe with sup(q) = 2."""
+        db: Backend, tmp_path: Path, seed: int, rho: str) -> None:
+    """The count's rules, joined apart for X held by one record and by more (``split``, the
+    engine's choice: ``Backend.split_rules_by_holders``), are the oracle's unsafe rules and the
+    one join's; ρ < 1/2 has one-holder X that are unsafe with sup(q) = 2."""
     rng = random.Random(seed)
     sensitive = {"1", "3", "4", "7"}
     records, _, supx, sens, label = counted_supports(  # sparse: many X held by one record
@@ -276,9 +275,8 @@ def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
     bound = {"num": fraction.numerator, "den": fraction.denominator}
     got: dict[bool, list[tuple[frozenset[str], str, int, int]]] = {}
     for split in (True, False):
-        monkeypatch.setattr(qids, "SPLIT_BY_HOLDERS", split)
         rows = db.query(exp.select(col("q1"), col("q2"), col("e"), col("sx"), col("sq")).from_(
-            qids.unnumbered_rules_query(supx, sens, None, 3, 2).subquery("r")), bound)
+            qids.unnumbered_rules_query(supx, sens, None, 3, 2, split).subquery("r")), bound)
         got[split] = [(frozenset(str(label[x]) for x in (q1, q2) if x), str(label[e]),
                        int(sx), int(sq)) for q1, q2, e, sx, sq in rows]
     want = oracle.unsafe_rules(records, sensitive, fraction, m=2)

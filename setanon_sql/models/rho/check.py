@@ -195,7 +195,8 @@ def count_unsafe(backend: Backend, table: Callable[[str], exp.Table], cur: exp.T
     # and the highest confidence. Two passes, one per figure, each joined the supports with
     # themselves (33.8 + 32.2 s of PostgreSQL's 106.3 s verify of whole BMS-WebView-2, --m 3),
     # and numbered the rules, which sorted them all.
-    rules = unnumbered_rules_query(supx, sens, None, shape.width, shape.max_q).subquery("r")
+    rules = unnumbered_rules_query(supx, sens, None, shape.width, shape.max_q,
+                                   backend.split_rules_by_holders).subquery("r")
     sx, sq = exp.column("sx", quoted=True), exp.column("sq", quoted=True)
     unsafe = (placeholder("rho_den") * sx) > (placeholder("rho_num") * sq.copy())
     # The rules join the supports with themselves on whole-table keys, and PostgreSQL cannot

@@ -20,8 +20,6 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.sqlrender import identifier, union_all, with_alias
 
-# The A/B switch of :func:`unnumbered_rules_query`'s split by X's holders (the same rules).
-SPLIT_BY_HOLDERS = True
 # X held by one record, or by two or more (:func:`rules_for_position`).
 Holders = Literal["one", "many"]
 
@@ -177,18 +175,19 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
 
 
 def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
-                       max_q: int) -> exp.Select:
+                       max_q: int, split: bool = True) -> exp.Select:
     """Every unsafe rule q -> e with |q| <= max_q, numbered by (part, e, X).
 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
     sq = sup(q), w (the qid buffer of q; 0 without ``win``), xrec (the record holding X when
-    sx = 1, :func:`rules_for_position`). Needs ``:num`` and ``:den``.
+    sx = 1, :func:`rules_for_position`). Needs ``:num`` and ``:den``. ``split``: see
+    :func:`unnumbered_rules_query`.
     """
-    return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q), width)
+    return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q, split), width)
 
 
 def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
-                           width: int, max_q: int) -> exp.Query:
+                           width: int, max_q: int, split: bool = True) -> exp.Query:
     """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
     rules, numbering them sorted them all for nothing.
 
@@ -199,10 +198,12 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
     filtered, where one join read every X and every q: at stage 3 of 1M Quest records
     (personalized prho, ``--m 3``), where 94.6% of the unsafe rules have sup(q) = 1, the
     statement took 75.6 s with one join and 62.0 s split, the same rules (BENCHMARKS.md, prho).
+    ``split`` False: one join per position, for an engine that plans the split worse
+    (:attr:`.Backend.split_rules_by_holders`).
     """
-    split: tuple[Holders | None, ...] = ("one", "many") if SPLIT_BY_HOLDERS else (None,)
+    kinds: tuple[Holders | None, ...] = ("one", "many") if split else (None,)
     parts = [rules_for_position(supx, sens, win, width, j, max_q, holders=holders)
-             for j in range(1, width + 1) for holders in split]
+             for j in range(1, width + 1) for holders in kinds]
     query = union_all(parts)
     return query
 

@@ -223,11 +223,13 @@ class Suppressor:
         b_max = self.params.b_max or max(1, self.support_rows)
         self._build(win, "rho_windows", {"m": self.max_q, "b_max": b_max}, {"supx": supx})
         if self.rule_filter is None:
-            rules = self._rules(unsafe_rules_query(supx, self.sens, win, self.width,
-                                                   self.max_q), None)
+            rules = self._rules(unsafe_rules_query(
+                supx, self.sens, win, self.width, self.max_q,
+                self.backend.split_rules_by_holders), None)
             return supx, win, rules
         found = self._found(unnumbered_rules_query(supx, self.sens, win, self.width,
-                                                   self.max_q))
+                                                   self.max_q,
+                                                   self.backend.split_rules_by_holders))
         rules = self._rules(numbered_rules(self.rule_filter.keep(found, self.width, counted=True),
                                            self.width), None, self.rule_filter.params())
         self.backend.drop_table(found)

@@ -129,7 +129,8 @@ class TDControl:
                           {"items": self.items, "cut": cut, "sens": self.sens})
             levels, supx = build_supports(b, self.table, g, width, self.sens, max_q)
             rules = self.table("rules")
-            b.materialize(rules, unsafe_rules_query(supx, self.sens, None, width, max_q),
+            b.materialize(rules, unsafe_rules_query(supx, self.sens, None, width, max_q,
+                                                    b.split_rules_by_holders),
                           {"num": self.params.rho.numerator, "den": self.params.rho.denominator})
             for table in (*levels, supx, g):
                 b.drop_table(table)
