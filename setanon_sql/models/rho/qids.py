@@ -175,7 +175,7 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
 
 
 def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
-                       max_q: int, split: bool = True) -> exp.Select:
+                       max_q: int, split: bool) -> exp.Select:
     """Every unsafe rule q -> e with |q| <= max_q, numbered by (part, e, X).
 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
@@ -187,7 +187,7 @@ def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
 
 
 def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
-                           width: int, max_q: int, split: bool = True) -> exp.Query:
+                           width: int, max_q: int, split: bool) -> exp.Query:
     """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
     rules, numbering them sorted them all for nothing.
 
@@ -198,8 +198,8 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
     filtered, where one join read every X and every q: at stage 3 of 1M Quest records
     (personalized prho, ``--m 3``), where 94.6% of the unsafe rules have sup(q) = 1, the
     statement took 75.6 s with one join and 62.0 s split, the same rules (BENCHMARKS.md, prho).
-    ``split`` False: one join per position, for an engine that plans the split worse
-    (:attr:`.Backend.split_rules_by_holders`).
+    ``split`` False: one join per position, for an engine that plans the split worse; no
+    default, so every caller passes its engine's :attr:`.Backend.split_rules_by_holders`.
     """
     kinds: tuple[Holders | None, ...] = ("one", "many") if split else (None,)
     parts = [rules_for_position(supx, sens, win, width, j, max_q, holders=holders)
