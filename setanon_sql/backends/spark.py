@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -65,6 +66,8 @@ _TYPE_NAMES = {"string": "text", "int": "integer", "bigint": "bigint", "double":
                "boolean": "boolean", "timestamp": "timestamp without time zone",
                "smallint": "smallint", "float": "real", "date": "date"}
 
+# Spark's logging while the session starts: errors only (then off, see _start_session).
+_LOG_CONFIG = Path(__file__).with_name("spark_log4j2.properties").as_uri()
 _session: Any = None
 _session_key: tuple[str, str] | None = None
 
@@ -131,7 +134,8 @@ def _start_session(master: str, warehouse: Path) -> Any:
         .config("spark.sql.warehouse.dir", str(warehouse / "tables"))
         .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                 f"jdbc:derby:;databaseName={metastore};create=true")
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dderby.system.home={warehouse} -Dlog4j2.configurationFile={_LOG_CONFIG}")
         .config("spark.sql.legacy.createHiveTableByDefault", "false")
         .config("spark.sql.sources.default", "parquet")
         .config("spark.ui.enabled", "false")
@@ -143,7 +147,11 @@ def _start_session(master: str, warehouse: Path) -> Any:
     for name, value in embedded_tuning().items():
         builder = builder.config(name, value)
     try:
-        session = builder.getOrCreate()
+        # PySpark imports its testing helpers as the session starts, which warn about pandas
+        # 3; setanon does not use pandas through PySpark: not a message for its users.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            session = builder.getOrCreate()
     except Exception as error:  # PySparkRuntimeError: no Java, or the JVM did not start
         raise ConnectionFailedError(
             f"cannot start Spark ({master}): {one_line(error)}; Spark needs a Java 17 runtime "

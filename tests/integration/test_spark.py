@@ -100,6 +100,11 @@ def test_separate_processes_share_the_warehouse(spark_warehouse: Path, tmp_path:
         done = subprocess.run([sys.executable, "-m", "setanon_sql", *args], env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
+        # Spark's start-up notices and PySpark's warning about pandas 3 stay off the user's
+        # terminal (the JVM's own line about incubator modules cannot be turned off).
+        noise = [line for line in done.stderr.splitlines()
+                 if any(word in line for word in (" WARN ", "log4j", "log level", "Warning"))]
+        assert noise == []
         return done.stdout
 
     setanon("load", "transactions", str(data), "--name", "d")
