@@ -570,11 +570,12 @@ def _run_document(run: api.Run, dataset: str) -> dict[str, Any]:
 
 
 def _cli_params(params: dict[str, Any]) -> str:
-    """A run's parameters as the options that give them ('--k 5 --m 2 --no-metrics')."""
+    """A run's parameters as the options that give them ('--k 5 --m 2 --no-metrics'); a
+    parameter nobody set (None, or an empty list such as kanon's --qi) is left out."""
     parts = []
     for key, value in sorted(params.items()):
         option = "--" + key.replace("_", "-")
-        if value is None:
+        if value is None or (isinstance(value, list | tuple) and not value):
             continue
         if value is True:
             parts.append(option)
