@@ -506,9 +506,9 @@ def export(db: Backend, name: str, run: str | None, fmt: str, output: str, colum
         click.echo(f"wrote {target}: the RAW data of {name!r} as loaded, NOT anonymized "
                    "(pass --run to export a run's output)")
     else:
-        params = " ".join(f"{key}={value}" for key, value in sorted(found.params.items()))
         click.echo(f"wrote {target}: run {found.run_id} of {name!r}, model {found.model} "
-                   f"({params}), seed {found.seed}, verification {found.verification}")
+                   f"({_cli_params(found.params)}), seed {found.seed}, verification "
+                   f"{found.verification}")
 
 
 @main.command()
