@@ -336,6 +336,7 @@ def load_table(db: Backend, file: str, name: str, id_column: str, set_columns: t
 @click.option("--separator", default=";", show_default="semicolon",
               help="separator of a line's labels")
 @click.option("--replace", is_flag=True, help="replace the column's existing hierarchy")
+@_QUIET_OPTION
 @creating_db_options
 def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separator: str,
                    replace: bool) -> None:
@@ -346,7 +347,8 @@ def load_hierarchy(db: Backend, file: str, name: str, column: str | None, separa
       setanon load hierarchy hierarchy_BMS2.txt --name bms2
     """
     dataset = api.get_dataset(db, name)
-    hierarchy = api.load_hierarchy(db, file, dataset, column, separator, replace)
+    with _status(f"loading {file} into {db.name}"):
+        hierarchy = api.load_hierarchy(db, file, dataset, column, separator, replace)
     click.echo(f"loaded hierarchy {hierarchy.name}: {hierarchy.n_leaves:,} leaves, "
                f"height {hierarchy.height}")
 

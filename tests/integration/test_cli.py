@@ -158,3 +158,6 @@ def test_quiet_before_or_after_the_command(db_url: DbUrl, tmp_path: Path) -> Non
     code, out = setanon("anonymize", "b", "--model", "swap", "--random-categories", "2",
                         "--no-metrics", "--seed", "1", "-q", *db_url.args)
     assert code == 0 and out.splitlines()[0] == "1"
+    hierarchy = str(write(tmp_path / "h.txt", "1;a;*\n2;a;*\n3;b;*\n"))
+    code, out = setanon("load", "hierarchy", hierarchy, "--name", "b", "-q", *db_url.args)
+    assert (code, out.strip()) == (0, "loaded hierarchy b:items: 3 leaves, height 2")
