@@ -45,6 +45,13 @@ def baskets(db: Backend, tmp_path: Path) -> api.Dataset:
     ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "stop_rule": "soon"},
      "--stop-rule 'soon' is not one of paper, bound"),
     ({"rho": 0.5, **GEN, "stop_rule": "bound"}, "--stop-rule applies to SAMPLESUPPRESSOR"),
+    ({"rho": 0.5, **GEN, "m": 2, "exact_upto": 1}, "--exact-upto applies to SAMPLESUPPRESSOR"),
+    ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "exact_upto": 3},
+     "--exact-upto 3 is above --m 2"),
+    ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "exact_upto": -1},
+     "--exact-upto -1 must be a whole number >= 0"),
+    ({"rho": 0.5, **GEN, "m": 2, "epsilon": 0.1, "delta": 0.1, "exact_upto": 1,
+      "choice": "fewest"}, "--exact-upto runs SUPPRESSOR with eq. 8's choice"),
 ])
 def test_bad_parameters(db: Backend, baskets: api.Dataset, params: dict, message: str) -> None:
     error = api.InputError if "no such" in message else api.UsageError

@@ -115,6 +115,60 @@ def test_bound_stop_rule_keeps_the_share_below_epsilon(db: Backend, tmp_path: Pa
     assert result.details["per_l"]["1"]["samples"] == 4 * pool * n_s
 
 
+@pytest.mark.parametrize(("setting", "seed", "upto"),
+                         [("personalized+", 11, 1), ("fixed", 12, 2), ("personalized", 13, 2)])
+def test_exact_upto_starts_the_sweeps_from_suppressor(db: Backend, tmp_path: Path,
+                                                      setting: str, seed: int, upto: int
+                                                      ) -> None:
+    """--exact-upto L: the first sweep draws no unsafe adversary of up to L items (it tests
+    SUPPRESSOR's output for them before any repair), and the exact unsafe share (oracle) of
+    the output is below epsilon for every l, as without it."""
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 8, 6))
+    original = oracle.read_fimi(source)
+    constraint = oracle.generated_constraint(original, setting, seed, 0.3, 0.1)
+    dataset = api.load_transactions(db, source, "d")
+    epsilon, rho = 0.1, Fraction(1, 2)
+    api.anonymize(db, dataset, PRHO, {"rho": 0.5, "setting": setting, "sensitive_fraction": 0.3,
+                                      "noise": 0.1, "m": 3, "epsilon": epsilon, "delta": 0.05,
+                                      "stop_rule": "bound", "exact_upto": upto}, seed=seed)
+    run = api.get_run(db, dataset, "latest")
+    assert run.figures["exact_upto"] == upto
+    assert run.figures["exact_phase"]["upto"] == upto
+    assert max(oracle.unsafe_share(original, original, constraint, rho, ell)
+               for ell in range(1, upto + 1)) > 0, "nothing for the exact phase to repair"
+    history = run.figures["history"]
+    exact = [entry for entry in history if entry.get("phase") == "exact"]
+    assert exact and sum(int(entry.get("suppressed", 0)) for entry in exact) > 0
+    first = [entry for entry in history if entry.get("sweep") == 1 and "l" in entry]
+    assert [entry["unsafe_samples"] for entry in first[:upto]] == [0] * upto
+    output = published(db, dataset, run, tmp_path)
+    assert oracle.is_record_subset(original, output)
+    for ell in (1, 2, 3):
+        assert oracle.unsafe_share(original, output, constraint, rho, ell) < epsilon
+    result = api.verify(db, dataset, run)
+    assert result.ok, result.details
+
+
+def test_exact_upto_m_is_suppressor_then_one_sweep(db: Backend, tmp_path: Path) -> None:
+    """--exact-upto m: the sweeps start from SUPPRESSOR's output at --m m, which is safe for
+    every adversary, so one sweep finds nothing to repair and the output is SUPPRESSOR's."""
+    rng = random.Random(21)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 40, 8, 6))
+    dataset = api.load_transactions(db, source, "d")
+    common = {"rho": 0.5, "setting": "personalized", "sensitive_fraction": 0.3, "m": 2}
+    api.anonymize(db, dataset, PRHO, common, seed=21)
+    exact = published(db, dataset, api.get_run(db, dataset, "latest"), tmp_path)
+    api.anonymize(db, dataset, PRHO, {**common, "epsilon": 0.1, "delta": 0.05,
+                                      "stop_rule": "bound", "exact_upto": 2}, seed=21)
+    run = api.get_run(db, dataset, "latest")
+    assert run.figures["sweeps"] == 1
+    assert [entry["unsafe_samples"] for entry in run.figures["history"]
+            if entry.get("sweep") == 1] == [0, 0]
+    assert published(db, dataset, run, tmp_path) == exact
+    assert api.verify(db, dataset, run).ok
+
+
 @pytest.mark.on_spark(connect=True)
 def test_draws_are_uniform_over_the_long_enough_records(db: Backend) -> None:
     """sample(): record u of rank md5(salt:s) mod N_l among the records with >= l items, and

@@ -38,6 +38,7 @@ class PrhoParams:
     choice: str = "paper"
     repair_pool: int = 1
     stop_rule: str = "paper"
+    exact_upto: int = 0
 
     @property
     def sampled(self) -> bool:
@@ -147,13 +148,32 @@ def parse_params(params: dict[str, Any]) -> PrhoParams:
     if stop_rule != "paper" and epsilon is None:
         raise UsageError("--stop-rule applies to SAMPLESUPPRESSOR: give --epsilon and --delta "
                          "too, or leave it out")
+    exact_upto = _parse_exact_upto(params.get("exact_upto"), m, epsilon, choice)
     if constraint is not None and not Path(constraint).is_file():
         raise InputError(f"--constraint {constraint!r}: no such file; give a FIMI file whose "
                          "line n lists the items record n protects")
     return PrhoParams(value, m, epsilon, delta, constraint, setting,
                       float(fraction) if fraction is not None else None,
                       float(noise) if noise is not None else DEFAULT_NOISE, params.get("column"),
-                      choice, pool, stop_rule)
+                      choice, pool, stop_rule, exact_upto)
+
+
+def _parse_exact_upto(value: Any, m: int | None, epsilon: float | None, choice: str) -> int:
+    """``--exact-upto L``: SAMPLESUPPRESSOR starts from SUPPRESSOR's output for qids of up to L
+    items (0: from D, as Alg. 2 does)."""
+    upto = 0 if value is None else value
+    if isinstance(upto, bool) or not isinstance(upto, int) or upto < 0:
+        raise UsageError(f"--exact-upto {value!r} must be a whole number >= 0 (the largest "
+                         "adversary made safe by SUPPRESSOR before the sampled sweeps)")
+    if upto and epsilon is None:
+        raise UsageError("--exact-upto applies to SAMPLESUPPRESSOR: give --epsilon and --delta "
+                         "too, or leave it out (without them every size is exact)")
+    if upto and m is not None and upto > m:
+        raise UsageError(f"--exact-upto {upto} is above --m {m}: give at most --m")
+    if upto and choice != "paper":
+        raise UsageError("--exact-upto runs SUPPRESSOR with eq. 8's choice: leave out --choice "
+                         f"{choice} or --exact-upto")
+    return upto
 
 
 def validate(backend: Backend, dataset: Dataset, params: dict[str, Any]) -> None:

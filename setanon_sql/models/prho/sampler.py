@@ -29,6 +29,12 @@ keeps Def. 6's Pr[H_ℓ < ε] >= 1 - δ for every ℓ <= m (a sweep that does no
 none of it). A sweep of this rule checks its sizes before it repairs, then repairs the sizes
 that need it together. The last sweep tests every size and repairs nothing, so all of its tests
 saw the output itself, with draws made after it was fixed.
+
+``--exact-upto L`` (not in the paper) starts the sweeps from SUPPRESSOR's output for
+adversaries of up to L items instead of from D (``models/prho/__init__.py``). The draws are
+still of D's adversaries of every ℓ <= m, and the run still ends only as above, so Theorem 7
+(or the bound rule's union bound) holds as it is: the start only changes how much is left to
+repair.
 """
 
 from __future__ import annotations
@@ -61,9 +67,13 @@ def sweep_delta(delta: float, sweep: int) -> float:
 
 
 def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoParams,
-                          constraint: Constraint, base: exp.Table, istat0: exp.Table
+                          constraint: Constraint, base: exp.Table, istat0: exp.Table,
+                          start: exp.Table | None = None
                           ) -> tuple[exp.Table, list[dict[str, Any]], dict[str, Any]]:
     """Suppress until a whole sweep of samples is safe; the final D', history and figures.
+
+    The adversaries are drawn from D (``base``); the repairs start from ``start`` (D' of an
+    exact phase, ``--exact-upto``, dropped once replaced) or from D.
 
     The paper's rule repairs each size as soon as its samples are checked (Alg. 2 l.6-15). The
     bound rule checks the sweep's sizes (:func:`next_tested`) first and repairs the sizes that
@@ -79,7 +89,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
     eligible = eligible_counts(backend, base, m)
     olen = fresh(backend, table, "olen")
     backend.materialize(olen, "prho_lengths", tables={"items": base})
-    repairs = _Repairs(backend, table, istat0, chosen, seed, base)
+    repairs = _Repairs(backend, table, istat0, chosen, seed, base, start)
     history: list[dict[str, Any]] = []
     every_size = [ell for ell in range(1, m + 1) if eligible[ell] > 0]
     tested, bounds = every_size, dict.fromkeys(every_size, 1.0)
@@ -135,6 +145,7 @@ def run_sample_suppressor(backend: Backend, context: RunContext, chosen: PrhoPar
                                  chosen.epsilon)
     backend.drop_table(olen)
     figures = {"samples_per_l": n_s, "repair_pool": chosen.repair_pool, "sweeps": sweep,
+               "exact_upto": chosen.exact_upto,
                "stop_rule": chosen.stop_rule,
                "epsilon": chosen.epsilon, "delta": chosen.delta,
                "eligible_records_per_l": eligible}
@@ -175,10 +186,10 @@ class _Repairs:
     samples safe (Alg. 2 l.11-15)."""
 
     def __init__(self, backend: Backend, table: TableFn, istat0: exp.Table, chosen: PrhoParams,
-                 seed: int, base: exp.Table) -> None:
+                 seed: int, base: exp.Table, start: exp.Table | None = None) -> None:
         self.backend, self.table, self.istat0 = backend, table, istat0
-        self.chosen, self.seed, self.cur, self.step = chosen, seed, base, 0
-        self.base = base
+        self.chosen, self.seed, self.step = chosen, seed, 0
+        self.cur, self.base = start if start is not None else base, base
 
     def run(self, unsafe: list[tuple[exp.Table, exp.Table, int]], sweep: int
             ) -> dict[str, int]:
