@@ -2,7 +2,8 @@
 
 Usage: python bench/bench_prho.py [--backend URL] [--exp 1|2|2s] [--data bms1,bms2]
        [--settings fixed,personalized] [--rho 0.5] [--fraction 0.4] [--m all] [--seeds 1]
-       [--choice paper|fewest] [--repair-pool N] [--stop-rule paper|bound] [--share 0.1]
+       [--choice paper|fewest] [--repair-pool N] [--stop-rule paper|bound] [--exact-upto L]
+       [--share 0.1]
        [--trials 10] [--workdir DIR]
 
 * ``--exp 1`` (Fig. 1): the records with at most 5 items (BMS-WebView-1'/2'), SUPPRESSOR with
@@ -193,6 +194,9 @@ def main() -> None:
                         help="SAMPLESUPPRESSOR: repair from N x n_S draws per sweep (1 = paper)")
     parser.add_argument("--stop-rule", default="paper", choices=["paper", "bound"],
                         help="SAMPLESUPPRESSOR's stopping rule (paper = Alg. 2)")
+    parser.add_argument("--exact-upto", type=int, default=0,
+                        help="SAMPLESUPPRESSOR: start the sweeps from SUPPRESSOR's output for "
+                             "adversaries of up to this many items (0 = the paper)")
     parser.add_argument("--share", type=float, default=None,
                         help="run on a random extract of this share of the records (seeded by "
                              "--extract-seed), as the paper's 10%% extracts")
@@ -257,12 +261,15 @@ def main() -> None:
                                           "choice": args.choice}
                 if sampled:
                     params.update(epsilon=args.eps, delta=args.eps,
-                                  repair_pool=args.repair_pool, stop_rule=args.stop_rule)
+                                  repair_pool=args.repair_pool, stop_rule=args.stop_rule,
+                                  exact_upto=args.exact_upto)
                 started = time.perf_counter()
                 api.anonymize(db, dataset, model, params, seed=seed)
                 seconds = time.perf_counter() - started
                 run = api.get_run(db, dataset, "latest")
+                verify_started = time.perf_counter()
                 verified = api.verify(db, dataset, run).ok
+                verify_seconds = time.perf_counter() - verify_started
                 mined = exp in ("1", "2")  # 2s and cost: the paper mines no full data
                 mining = (metrics.util_mining(db, dataset, run)["util_mining"] if mined
                           else math.nan)
@@ -277,12 +284,17 @@ def main() -> None:
                      "util_mining": mining, "seconds": seconds, "verified": verified,
                      "checked": checked})
                 alg = "2" if sampled else "1"
+                phase = f.get("exact_phase")
+                sweeps = f"{f.get('sweeps', f['rounds'])}" + (
+                    f" (after exact <= {phase['upto']}: {phase['rounds']} rounds, "
+                    f"{phase['seconds']} s)" if phase else "")
                 print(f"| {label} | {setting} | {args.choice} | {alg} | {m} | "
                       f"{db.name} | {dataset.n_records} | {f['occurrences']} | "
                       f"{f['suppressed']} | {f['util_info']:.4f} | {f['util_dist']:.2e} | "
                       f"{f'{mining:.3f}' if mined else '-'} | "
-                      f"{f.get('sweeps', f['rounds'])} | {seconds:.1f} | "
-                      f"{'ok' if verified else 'FAIL'} | {check} |", flush=True)
+                      f"{sweeps} | {seconds:.1f} | "
+                      f"{'ok' if verified else 'FAIL'} ({verify_seconds:.1f} s) | {check} |",
+                      flush=True)
             if args.share:
                 api.drop_dataset(db, dataset)
     if args.trials:
