@@ -104,9 +104,10 @@ def _exact_start(backend: Backend, context: RunContext, chosen: PrhoParams,
     unsafe rules with a qid of 3 items have a qid of one holder), the rules of a sampled
     adversary are mostly its own record's, so a sweep lowers the unsafe share by little more
     than what it draws (200k Quest records: 0.60 -> 0.37 -> 0.35 at 60,000 draws a sweep,
-    BENCHMARKS.md, prho). SUPPRESSOR repairs all of them from supports counted once. The sweeps that follow still test
-    every ℓ <= m on fresh draws of the output, so the guarantee is Theorem 7's whatever the
-    start (a later repair may make a small adversary unsafe again; the last sweep sees it).
+    BENCHMARKS.md, prho). SUPPRESSOR repairs all of them from supports counted once. The
+    sweeps that follow still test every ℓ <= m on fresh draws of the output, so the guarantee
+    is Theorem 7's whatever the start (a later repair may make a small adversary unsafe
+    again; the last sweep sees it).
     """
     if not chosen.exact_upto:
         return base, []
