@@ -15,14 +15,14 @@ from fractions import Fraction
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.prho.constraint import Constraint, md5_text
+from setanon_sql.models.prho.constraint import Constraint
 from setanon_sql.models.prho.relevance import usable_rules_query
 from setanon_sql.models.rho.incremental import member_level_query, pivot_query
+from setanon_sql.models.rho.pickkey import pick_key, pick_salt
 from setanon_sql.models.rho.qids import (
     build_supports,
     col,
     level_query,
-    placeholder,
     unsafe_rules_query,
     xs,
 )
@@ -102,9 +102,9 @@ def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.
     rules of sampled adversaries over long records), rarest item first: only the records
     holding a rule's least frequent item of D' are candidates, and only their rows are
     counted (joining every item of every rule with all its records made PostgreSQL hash
-    millions of rows for popular items). ``hkey`` = md5(seed:round:rule:record) orders them at
-    random, reproducibly (Alg. 1 l.14: "select N records randomly"). Returns the query and
-    the work table ``ritems`` it reads (the caller drops it).
+    millions of rows for popular items). ``hkey`` (:mod:`setanon_sql.models.rho.pickkey`)
+    orders them at random, reproducibly (Alg. 1 l.14: "select N records randomly"). Returns
+    the query and the work table ``ritems`` it reads (the caller drops it).
     """
     parts = [exp.select(col("rule_id"), col("rnk"), col("size"), col(x).as_("item", quoted=True))
              .from_(chosen.copy()).where(col(x).neq(exp.Literal.number(0))) for x in xs(width)]
@@ -132,13 +132,13 @@ def members_query(backend: Backend, table: TableFn, chosen: exp.Table, cur: exp.
                .group_by(col("rule_id", "k"), col("rnk", "k"), col("size", "k"),
                          col("record_id", "k"))
                .having(exp.func("count", exp.Star()).eq(col("size", "k"))))
-    return _hashed(backend, matched), ritems
+    return _hashed(matched), ritems
 
 
-def _hashed(backend: Backend, matched: exp.Query) -> exp.Select:
-    """(rule_id, rnk, record_id, hkey) of the (rule_id, rnk, record_id) rows of ``matched``."""
-    hkey = backend.binary_sort_key(md5_text(placeholder("seed"), placeholder("round"),
-                                            col("rule_id"), col("record_id")))
+def _hashed(matched: exp.Query) -> exp.Select:
+    """(rule_id, rnk, record_id, hkey) of the (rule_id, rnk, record_id) rows of ``matched``
+    (:func:`setanon_sql.models.rho.pickkey.pick_key`, salted by ``:salt``)."""
+    hkey = pick_key(col("rule_id"), col("record_id"))
     return exp.select(col("rule_id"), col("rnk"), col("record_id"),
                       hkey.as_("hkey", quoted=True)).from_(matched.subquery("m"))
 
@@ -190,11 +190,11 @@ def suppress(backend: Backend, table: TableFn, cur: exp.Table, istat0: exp.Table
     work: list[exp.Table] = []
     if level_members_pay(backend, chosen, istat, levels, width):
         # cur is the table the levels were counted from: no occurrence is gone since.
-        query = _hashed(backend, member_level_query(chosen, list(levels), None, width))
+        query = _hashed(member_level_query(chosen, list(levels), None, width))
     else:
         query, ritems = members_query(backend, table, chosen, cur, istat, width)
         work.append(ritems)
-    backend.materialize(members, query, {"seed": seed, "round": round_no})
+    backend.materialize(members, query, {"salt": pick_salt(seed, round_no)})
     picks = fresh(backend, table, "picks")
     backend.materialize(picks, "prho_picks", {"shared": int(choice == "fewest")},
                         {"chosen": chosen, "members": members})

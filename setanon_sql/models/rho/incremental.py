@@ -19,7 +19,8 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, holds_sensitive, placeholder, through_sensitive, xs
+from setanon_sql.models.rho.pickkey import pick_key
+from setanon_sql.models.rho.qids import col, holds_sensitive, through_sensitive, xs
 from setanon_sql.sqlrender import union_all, with_alias
 
 
@@ -305,19 +306,14 @@ def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -
                            exp.not_(col("item_id", "t").is_(exp.null())))))
 
 
-def members_query(backend: Backend, found: exp.Table) -> exp.Select:
+def members_query(found: exp.Table) -> exp.Select:
     """(rule_id, rnk, record_id, hkey): the records C(X) of each chosen rule, in ``found``.
 
-    ``hkey`` = md5(seed:round:rule:record), compared byte-wise, orders a rule's records at
-    random, so the records that lose an item are reproducible from ``:seed`` and the same on
-    every backend (Alg. 2 l.13: "pick a record R where R ∈ C(X)").
+    ``hkey`` (:func:`.pickkey.pick_key` of rule and record, salted by ``:salt`` of the seed and
+    round) orders a rule's records at random, so the records that lose an item are
+    reproducible from the seed and the same on every backend (Alg. 2 l.13: "pick a record R
+    where R ∈ C(X)").
     """
-    text = [exp.cast(placeholder("seed"), "TEXT"), exp.cast(placeholder("round"), "TEXT"),
-            exp.cast(col("rule_id", "m"), "TEXT"), exp.cast(col("record_id", "m"), "TEXT")]
-    joined: exp.Expr = text[0]
-    for piece in text[1:]:
-        joined = exp.DPipe(this=exp.DPipe(this=joined, expression=exp.Literal.string(":")),
-                           expression=piece)
-    hkey = backend.binary_sort_key(exp.func("md5", joined))
+    hkey = pick_key(col("rule_id", "m"), col("record_id", "m"))
     return exp.select(col("rule_id", "m"), col("rnk", "m"), col("record_id", "m"),
                       hkey.as_("hkey", quoted=True)).from_(with_alias(found, "m"))

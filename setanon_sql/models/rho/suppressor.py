@@ -47,6 +47,7 @@ from setanon_sql.models.rho.incremental import (
     touched_query,
 )
 from setanon_sql.models.rho.params import RhoParams
+from setanon_sql.models.rho.pickkey import pick_salt
 from setanon_sql.models.rho.qids import (
     build_supports,
     numbered_rules,
@@ -445,8 +446,8 @@ class Suppressor:
         """The members with their random order key (:func:`.incremental.members_query`)."""
         backend = self.backend
         members = self._fresh("members")
-        self._build(members, members_query(backend, found),
-                    {"seed": self.context.seed or 0, "round": round_no})
+        self._build(members, members_query(found),
+                    {"salt": pick_salt(self.context.seed or 0, round_no)})
         backend.drop_table(found)
         return members
 
