@@ -25,6 +25,7 @@ from setanon_sql.models.km.samplesize import gamma_bound
 from tests.integration.test_km import random_case, run_km
 from tests.integration.test_km_exactcheck import _cut
 from tests.oracle import km_oracle
+from tests.support.hierarchies import random_hierarchy
 
 
 def _items(db: Backend, data: Path, name: str) -> tuple[exp.Table, exp.Table]:
@@ -235,6 +236,71 @@ def test_too_dear_to_enumerate_the_samples_steer(db: Backend, tmp_path: Path,
     mapping = km_oracle.read_mapping(mapping_file)
     for ell in (1, 2):
         assert km_oracle.violating_share(original, published, mapping, k, ell) <= 1 - sigma
+    assert api.verify(db, dataset, run).ok
+
+
+def _pilot_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pass dearer than the first pool at every size, yet within FAILING_POOLS of it: each
+    size draws a pilot part first. No certificate is tried before it (exactcheck's price 0)."""
+    monkeypatch.setattr(sampled, "ROW_COST", 1e-9)
+    monkeypatch.setattr(sampled, "FAILING_POOLS", 10**15)
+    monkeypatch.setattr(exactcheck, "ROW_COST", 0)
+
+
+@pytest.mark.on_spark(seeds=[1])
+@pytest.mark.parametrize("seed", [1, 2, 4])
+def test_a_violating_pilot_hands_its_size_to_enumeration(db: Backend, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          seed: int) -> None:
+    _pilot_every_size(monkeypatch)
+    data, hierarchy = random_case(tmp_path, seed)
+    k, sigma = 3, 0.95  # γ = 1,457: the pilot is a part of 1,000
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=3,
+                                             sigma=str(sigma))
+    certifying = [r for r in run.figures["rounds"] if "certified_by" in r]
+    assert [r["size"] for r in certifying] == [1, 2, 3]
+    handed = [r for r in certifying if "pilot_samples" in r]
+    assert handed  # size 1 of random data with k = 3 has rare items: its pilot violates
+    for entry in handed:
+        assert entry["pilot_samples"] == 1000 and entry["pilot_violating_samples"] > 0
+        assert (entry["certified_by"], entry["steered_by"]) == ("exact", "enumeration")
+    for entry in certifying:
+        if "pilot_samples" not in entry:  # a clean pilot: the pool went on and passed
+            assert entry["certified_by"] == "samples"
+            assert entry["clean_samples"] >= entry["gamma"]
+    original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    epsilon = gamma_bound(sigma)[1]
+    for entry in certifying:
+        share = km_oracle.violating_share(original, published, mapping, k, entry["size"])
+        assert share <= (epsilon if entry["certified_by"] == "exact" else 1 - sigma)
+    assert km_oracle.generalization_problems(original, published, mapping) == []
+    assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_clean_pilot_is_the_first_part_of_its_pool(db: Backend, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     seed: int) -> None:
+    # Every record the same four items: no itemset is below k, so every pilot is clean and
+    # counts toward γ; the rest of γ is drawn as one more part.
+    _pilot_every_size(monkeypatch)
+    rng = random.Random(seed)
+    universe = [str(i) for i in range(1, 7)]
+    data = tmp_path / f"same{seed}.dat"
+    data.write_text("1 2 3 4\n" * rng.randint(20, 30))
+    hierarchy = tmp_path / f"hs{seed}.txt"
+    hierarchy.write_text(random_hierarchy(universe, rng))
+    sigma = 0.95  # γ = 1,457: a pilot of 1,000, then 457
+    dataset, run, out, _ = run_km(db, data, hierarchy, tmp_path, k="3", m=3,
+                                             sigma=str(sigma))
+    certifying = [r for r in run.figures["rounds"] if "certified_by" in r]
+    assert [(r["size"], r["certified_by"], r["parts"], r["failed_pools"])
+            for r in certifying] == [(ell, "samples", 2, 0) for ell in (1, 2, 3)]
+    assert all(r["clean_samples"] >= r["gamma"] == 1457 for r in certifying)
+    assert run.figures["ncp"] == 0
+    original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    assert sorted(map(sorted, published)) == sorted(map(sorted, original))
     assert api.verify(db, dataset, run).ok
 
 

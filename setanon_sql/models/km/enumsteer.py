@@ -57,6 +57,7 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
                               {"items": gen.items, "cut": gen.cut})
                 lengths = record_lengths(b, counts)
                 rows = enumeration_rows(lengths, ell)
+                exact.first_rows = rows
                 if rows > budget:
                     return None
                 images = tracker.start(counts, lengths)

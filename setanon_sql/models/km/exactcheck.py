@@ -79,6 +79,14 @@ from setanon_sql.sqlrender import with_alias
 # step, ℓ positions, supports of the proposals, generalization, supports of the pool). Measured
 # on BMS-WebView-2 (DuckDB, 2 cores): see BENCHMARKS.md, σ-k^m at scale.
 ROW_COST = 200
+# A size whose first pool fails costs far more than that pool: the re-checks of its violators
+# after each merge, then a new pool drawn in parts (Retail, k = 10, m = 3: 1,394 of the first
+# 45,845 samples of size 3 violate, six merge rounds, then a pool of five parts). Where one
+# enumeration pass costs more than ROW_COST rows a sample of the first pool but at most
+# FAILING_POOLS times that, a pilot part decides (:func:`.sampled.enforce_sampled`): a
+# violator in it, and the size is steered by enumeration; a clean pilot is the pool's first
+# part. 5 (ROW_COST 1,000 for such sizes): BENCHMARKS.md, σ-k^m at scale.
+FAILING_POOLS = 5
 MAX_EXACT_ROWS = 200_000_000  # one check's self-join rows (its memory)
 
 
@@ -227,6 +235,7 @@ class ExactCheck:
     found_violations: int = 0  # tries that decided nothing (then sampling went on)
     bounded: int = 0  # certificates with violating images whose share is provably <= ε
     rows: int = 0  # rows a full enumeration of each try's cut costs (an upper bound)
+    first_rows: int = 0  # a full enumeration of the size's first cut (steering's price)
     last: dict[str, float] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)  # omega_floor, once per size
     steered: list[dict[str, Any]] = field(default_factory=list)  # rounds of .enumsteer

@@ -53,7 +53,13 @@ What is reused, and why that is allowed:
 
 With ``certify="auto"``, a size whose enumeration costs less than its first pool is steered
 and decided by enumeration alone (:mod:`.enumsteer`): no sample is drawn; the pools below take
-over from the cut it reached once a pass would cost more.
+over from the cut it reached once a pass would cost more. Where a pass costs up to
+FAILING_POOLS times that (:mod:`.exactcheck`), the pool's first part is a pilot of
+``first_part(γ)`` samples instead of the whole pool: a violator in it means the pool fails
+and the size needs merge rounds, which enumeration steers for less than samples do, so the
+size is steered by enumeration from that cut (the pilot only chose the way; the certificate
+is the enumeration's). A clean pilot is the pool's first part, and the rest of γ follows at
+once.
 
 A pool may also be decided by enumeration (``certify="auto"``, :mod:`.exactcheck`): before a
 part is drawn, if enumerating the images of Ω^ℓ under the current cut costs less than the
@@ -74,7 +80,12 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
-from setanon_sql.models.km.exactcheck import MAX_EXACT_ROWS, ROW_COST, ExactCheck
+from setanon_sql.models.km.exactcheck import (
+    FAILING_POOLS,
+    MAX_EXACT_ROWS,
+    ROW_COST,
+    ExactCheck,
+)
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
     group_violations,
@@ -310,17 +321,19 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     history: list[dict[str, Any]] = []
     clean, part, parts, failed_pools = 0, None, 0, 0
     proposed = 0  # parts checked as proposals before the rejection step
+    pilot = False  # the first part decides between samples and enumeration (FAILING_POOLS)
     if exact is not None:
         # While one enumeration costs less than the first pool, it steers the merges itself
         # (:mod:`.enumsteer`); past that, the samples go on from the cut it reached.
-        steered = steer_by_enumeration(exact, error, batch,
-                                       min(MAX_EXACT_ROWS, ROW_COST * min(rule.gamma, WHOLE_MAX)))
+        first_pool = ROW_COST * min(rule.gamma, WHOLE_MAX)  # in enumerated rows
+        steered = steer_by_enumeration(exact, error, batch, min(MAX_EXACT_ROWS, first_pool))
         if steered is not None:
             return steered
         history.extend(exact.steered)
+        pilot = exact.first_rows <= min(MAX_EXACT_ROWS, FAILING_POOLS * first_pool)
     try:
         while True:
-            whole = not failed_pools
+            whole = not failed_pools and not pilot
             # samples expected among the proposals kept and not yet counted (proposals first)
             kept = (int(sampler.kept() * sampler.acceptance.get(ell, 1.0))
                     if isinstance(sampler, Sampler) else 0)
@@ -350,6 +363,14 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
+            if pilot:
+                pilot, part = False, None  # after a clean pilot, the rest of γ at once
+                if bad:  # the pool fails: enumeration steers the merges instead of samples
+                    steered = steer_by_enumeration(exact, error, batch, MAX_EXACT_ROWS) \
+                        if exact is not None else None
+                    if steered is not None:
+                        steered[-1].update(pilot_samples=drawn, pilot_violating_samples=bad)
+                        return history + steered
             proposals = drawn
             if proposer is not None:
                 if bad:  # which violating proposals are samples: supports of those alone
