@@ -293,7 +293,7 @@ def test_a_clean_pilot_is_the_first_part_of_its_pool(db: Backend, tmp_path: Path
     hierarchy.write_text(random_hierarchy(universe, rng))
     sigma = 0.95  # γ = 1,457: a pilot of 1,000, then 457
     dataset, run, out, _ = run_km(db, data, hierarchy, tmp_path, k="3", m=3,
-                                             sigma=str(sigma))
+                                  sigma=str(sigma))
     certifying = [r for r in run.figures["rounds"] if "certified_by" in r]
     assert [(r["size"], r["certified_by"], r["parts"], r["failed_pools"])
             for r in certifying] == [(ell, "samples", 2, 0) for ell in (1, 2, 3)]

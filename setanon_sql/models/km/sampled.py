@@ -363,14 +363,6 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                 history.append({"size": ell, "certified_by": "empty", "gamma": rule.gamma})
                 return history
             bad, plan = checker.check(pool)
-            if pilot:
-                pilot, part = False, None  # after a clean pilot, the rest of γ at once
-                if bad:  # the pool fails: enumeration steers the merges instead of samples
-                    steered = steer_by_enumeration(exact, error, batch, MAX_EXACT_ROWS) \
-                        if exact is not None else None
-                    if steered is not None:
-                        steered[-1].update(pilot_samples=drawn, pilot_violating_samples=bad)
-                        return history + steered
             proposals = drawn
             if proposer is not None:
                 if bad:  # which violating proposals are samples: supports of those alone
@@ -383,6 +375,14 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                     proposer.keep()
                     expected = proposer.kept() * proposer.acceptance[ell]
                     drawn = proposer.accept_kept() if clean + expected >= rule.gamma else 0
+            if pilot:
+                pilot, part = False, None  # after a clean pilot, the rest of γ at once
+                if bad:  # the pool fails: enumeration steers the merges instead of samples
+                    steered = steer_by_enumeration(exact, error, batch, MAX_EXACT_ROWS) \
+                        if exact is not None else None
+                    if steered is not None:
+                        steered[-1].update(pilot_samples=drawn, pilot_violating_samples=bad)
+                        return history + steered
             report("search", f"size {ell}: {clean + drawn - bad:,} of {rule.gamma:,} clean "
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
