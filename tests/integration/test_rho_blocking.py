@@ -19,9 +19,11 @@ import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.rho.pickkey import pick_key_int
 from setanon_sql.models.rho.suppression import (
     admitted_picks_query,
     blocked_rules_query,
+    picks_query,
     settle,
 )
 
@@ -65,13 +67,22 @@ class Settled(NamedTuple):
 
 def settled(db: Backend, chosen_rows: Sequence[tuple[int, ...]],
             member_rows: Sequence[tuple[int, ...]],
-            pick_rows: Sequence[tuple[int, ...]]) -> Settled:
-    """The waiting rules, the round's suppressions and the settling steps, by the SQL."""
+            pick_rows: Sequence[tuple[int, ...]], x_in_members: bool = False) -> Settled:
+    """The waiting rules, the round's suppressions and the settling steps, by the SQL.
+    ``x_in_members``: the members table carries each rule's x1..x3 (as the rho model's member
+    routes write it) and the queries read X from there instead of joining ``chosen``."""
     chosen = values_table(db, "t_chosen", "rule_id, rnk, d, x1, x2, x3", chosen_rows)
-    members = values_table(db, "t_members", "rule_id, rnk, record_id", member_rows)
+    if x_in_members:
+        xs = {rule: x for rule, _, _, *x in chosen_rows}
+        members = values_table(db, "t_members", "rule_id, rnk, x1, x2, x3, record_id",
+                               [(rule, rnk, *xs[rule], record) for rule, rnk, record
+                                in member_rows])
+    else:
+        members = values_table(db, "t_members", "rule_id, rnk, record_id", member_rows)
     picks = values_table(db, "t_picks", "record_id, item_id, rule_id, rnk", pick_rows)
     blocked = db.table("t_blocked")
-    db.materialize(blocked, blocked_rules_query(chosen, members, picks, 3))
+    db.materialize(blocked, blocked_rules_query(chosen, members, picks, 3,
+                                                x_in_members=x_in_members))
     serial = count()
 
     def fresh(purpose: str) -> exp.Table:
@@ -80,7 +91,8 @@ def settled(db: Backend, chosen_rows: Sequence[tuple[int, ...]],
         return table
 
     held_back = len(db.query(exp.select("rule_id").from_(blocked)))
-    waiting, steps = settle(db, fresh, chosen, members, picks, blocked, 3)
+    waiting, steps = settle(db, fresh, chosen, members, picks, blocked, 3,
+                            x_in_members=x_in_members)
     rules = sorted(r for (r,) in db.query(exp.select("rule_id").from_(waiting)))
     return Settled(rules, sorted(db.query(admitted_picks_query(picks, waiting))), steps,
                    held_back)
@@ -124,8 +136,10 @@ def greedy(chosen: Sequence[tuple[int, ...]], members: Sequence[tuple[int, ...]]
     return sorted(skipped)
 
 
+@pytest.mark.parametrize("x_in_members", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3, 4])
-def test_settling_skips_what_the_one_by_one_pass_skips(db: Backend, seed: int) -> None:
+def test_settling_skips_what_the_one_by_one_pass_skips(db: Backend, seed: int,
+                                                       x_in_members: bool) -> None:
     rng = random.Random(seed)
     chosen, members, picks = [], [], []
     for rule in range(1, 41):
@@ -135,7 +149,31 @@ def test_settling_skips_what_the_one_by_one_pass_skips(db: Backend, seed: int) -
         held = rng.sample(range(100, 112), rng.randint(1, 4))
         members += [(rule, rule, m) for m in held]
         picks += [(m, d, rule, rule) for m in rng.sample(held, rng.randint(1, len(held)))]
-    waiting, dels, _, blocked = settled(db, chosen, members, picks)
+    waiting, dels, _, blocked = settled(db, chosen, members, picks, x_in_members)
     assert waiting == greedy(chosen, members, picks)
     assert blocked > len(waiting)  # settling admitted some rules blocked_rules_query held back
     assert dels == sorted({(m, i) for m, i, r, _ in picks if r not in waiting})
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_rules_picks_are_its_k_records_first_by_the_pick_key(db: Backend, seed: int) -> None:
+    """picks_query against the key's Python twin: each rule's k records of least
+    (pick_key(rule, record, salt), record), with the rule's d and rank; k may exceed C(X)."""
+    rng = random.Random(seed)
+    salt = rng.randrange(2**31 - 1)
+    chosen_rows, member_rows = [], []
+    for rule in rng.sample(range(1, 2**40), 30):
+        rnk = len(chosen_rows) + 1
+        held = rng.sample(range(1, 2**35), rng.randint(1, 12))
+        chosen_rows.append((rule, rnk, rng.randint(1, 50), rng.randint(1, 14)))
+        member_rows += [(rule, rnk, record) for record in held]
+    chosen = values_table(db, "t_chosen", "rule_id, rnk, d, k", chosen_rows)
+    members = values_table(db, "t_members", "rule_id, rnk, record_id", member_rows)
+    picks = db.table("t_picks")
+    db.materialize(picks, picks_query(chosen, members), {"salt": salt})
+    expected = []
+    for rule, rnk, d, k in chosen_rows:
+        records = [m for r, _, m in member_rows if r == rule]
+        first = sorted(records, key=lambda m: (pick_key_int(rule, m, salt), m))[:k]
+        expected += [(m, d, rule, rnk) for m in first]
+    assert sorted(db.query(exp.select("*").from_(picks))) == sorted(expected)

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.pickkey import pick_key
 from setanon_sql.models.rho.qids import col, holds_sensitive, through_sensitive, xs
 from setanon_sql.sqlrender import union_all, with_alias
 
@@ -304,16 +303,3 @@ def member_step_query(previous: exp.Table, cur: exp.Table, width: int, j: int) -
             .join(with_alias(cur, "t"), on=hit, join_type="left")
             .where(exp.or_(col(x, "m").eq(exp.Literal.number(0)),
                            exp.not_(col("item_id", "t").is_(exp.null())))))
-
-
-def members_query(found: exp.Table) -> exp.Select:
-    """(rule_id, rnk, record_id, hkey): the records C(X) of each chosen rule, in ``found``.
-
-    ``hkey`` (:func:`.pickkey.pick_key` of rule and record, salted by ``:salt`` of the seed and
-    round) orders a rule's records at random, so the records that lose an item are
-    reproducible from the seed and the same on every backend (Alg. 2 l.13: "pick a record R
-    where R ∈ C(X)").
-    """
-    hkey = pick_key(col("rule_id", "m"), col("record_id", "m"))
-    return exp.select(col("rule_id", "m"), col("rnk", "m"), col("record_id", "m"),
-                      hkey.as_("hkey", quoted=True)).from_(with_alias(found, "m"))

@@ -12,6 +12,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.rho.pickkey import pick_key
 from setanon_sql.models.rho.qids import col, placeholder, xs
 from setanon_sql.sqlrender import union_all, with_alias
 
@@ -56,7 +57,7 @@ def candidates_query(rules: exp.Table, width: int) -> exp.Select:
 
 
 def blocked_rules_query(chosen: exp.Table, members: exp.Table, picks: exp.Table,
-                        width: int) -> exp.Select:
+                        width: int, x_in_members: bool = False) -> exp.Select:
     """Ids of the rules that wait for a later round: those where a rule of higher rank would
     suppress an item of X from a record of C(X).
 
@@ -80,28 +81,37 @@ def blocked_rules_query(chosen: exp.Table, members: exp.Table, picks: exp.Table,
     union's branches. Joined per position, PostgreSQL joined ``tops`` with chosen on the item
     first (auto_explain, BMS-WebView-2 25k records, --m 3, 2.3M unsafe rules: 100M rows for
     x1, 68M for x3; 145 s against 4.8 s for the branch it planned the other way).
+    ``x_in_members``: ``members`` carries each rule's x1..x_width (:func:`held_query`).
     """
     tops = (exp.select(col("record_id"), col("item_id"),
                        exp.func("min", col("rnk")).as_("top", quoted=True))
             .from_(picks.copy()).group_by(col("record_id"), col("item_id")))
-    return _overtaken(held_query(chosen, members, width).subquery("u"), tops)
+    return _overtaken(held_query(chosen, members, width, x_in_members=x_in_members)
+                      .subquery("u"), tops)
 
 
 def held_query(chosen: exp.Table, members: exp.Table, width: int,
-               only: exp.Table | None = None) -> exp.Query:
+               only: exp.Table | None = None, x_in_members: bool = False) -> exp.Query:
     """(rule_id, record_id, rnk, item_id): every record of C(X) of a chosen rule with every item
     of X, for the rules in ``only`` (rule_id) if given.
 
-    A UNION ALL of one join of members with chosen per position; a planner cannot move a later
-    join into the union's branches (see :func:`blocked_rules_query`).
+    A UNION ALL of one branch per position; a planner cannot move a later join into the
+    union's branches (see :func:`blocked_rules_query`). A branch joins members with chosen for
+    the rule's x_p, or, with ``x_in_members`` (the members carry x1..x_width, as the rho model's
+    member routes write them), reads it from the members alone. PostgreSQL, 14.2M members of
+    1.06M rules against a 975k-row ``tops`` (a replica of whole BMS-WebView-1's widest round in
+    psql, EXPLAIN ANALYZE): 26.4 s with the three joins, 14.9 s without.
     """
     parts: list[exp.Select] = []
     for x in xs(width):
+        source = "m" if x_in_members else "c"
         part = (exp.select(col("rule_id", "m"), col("record_id", "m"), col("rnk", "m"),
-                           col(x, "c").as_("item_id", quoted=True))
+                           col(x, source).as_("item_id", quoted=True))
                 .from_(with_alias(members, "m"))
-                .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m")))
-                .where(col(x, "c").neq(exp.Literal.number(0))))
+                .where(col(x, source).neq(exp.Literal.number(0))))
+        if not x_in_members:
+            part = part.join(with_alias(chosen, "c"),
+                             on=col("rule_id", "c").eq(col("rule_id", "m")))
         if only is not None:
             part = part.join(with_alias(only, "o"), on=col("rule_id", "o").eq(col("rule_id", "m")))
         parts.append(part)
@@ -164,7 +174,7 @@ def still_waiting_query(waiting: exp.Table, rejected: exp.Table, held: exp.Table
 
 def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Table,
            members: exp.Table, picks: exp.Table, blocked: exp.Table, width: int,
-           max_blocked: int | None = None) -> tuple[exp.Table, int]:
+           max_blocked: int | None = None, x_in_members: bool = False) -> tuple[exp.Table, int]:
     """The rules that wait this round, and how many settling steps it took: of the ``blocked``
     ones (:func:`blocked_rules_query`), those that the rules admitted in rank order would
     still overtake. ``fresh(purpose)`` names an empty work table.
@@ -181,13 +191,15 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
     so the skipped rules may go later. On 1M Quest records at ``--m 3``, stage 2 (qids of up
     to 2 items) took 85 rounds, 452.6 s, when every held-back rule waited, and 34 rounds,
     201.2 s, settled, with 1.1% fewer suppressions (BENCHMARKS.md, rho). ``max_blocked``:
-    settle only a round that holds back at most this many rules.
+    settle only a round that holds back at most this many rules. ``x_in_members``: see
+    :func:`held_query`.
     """
     size = int(backend.scalar("rho_count_rows", tables={"t": blocked}))
     if size == 0 or (max_blocked is not None and size > max_blocked):
         return blocked, 0
     held = fresh("held")
-    backend.materialize(held, held_query(chosen, members, width, only=blocked), working=True)
+    backend.materialize(held, held_query(chosen, members, width, only=blocked,
+                                         x_in_members=x_in_members), working=True)
     waiting, steps = blocked, 0
     while True:
         steps += 1
@@ -216,17 +228,27 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
 
 
 def picks_query(chosen: exp.Table, members: exp.Table) -> exp.Select:
-    """(record_id, item_id, rule_id, rnk): k = N_s(d) random records of every rule lose d."""
-    order = exp.Order(expressions=[exp.Ordered(this=col("hkey", "m")),
-                                   exp.Ordered(this=col("record_id", "m"))])
+    """(record_id, item_id, rule_id, rnk): k = N_s(d) random records of every rule lose d.
+
+    A rule's records (``members``: rule_id, record_id) are ordered by :func:`.pickkey.pick_key`
+    (salted by ``:salt`` of the seed and round), then record_id, so the records that lose an
+    item are reproducible from the seed and the same on every backend (Alg. 2 l.13: "pick a
+    record R where R ∈ C(X)"). The key is computed in the window, not written with the
+    members, and the window sorts the members' two ids only; k comes from ``chosen`` after it.
+    PostgreSQL, 14.2M members of 1.06M rules (whole BMS-WebView-1's widest round at --m 3):
+    writing the keyed members (8.2 s) then ranking them joined with ``chosen`` (19.9 s)
+    took 28.1 s, this 16.4 s, the same picks (a replica in psql; BENCHMARKS.md, rho).
+    """
+    key = pick_key(col("rule_id", "m"), col("record_id", "m"))
+    order = exp.Order(expressions=[exp.Ordered(this=key), exp.Ordered(this=col("record_id", "m"))])
     pick = exp.Window(this=exp.RowNumber(), partition_by=[col("rule_id", "m")], order=order)
-    ranked = (exp.select(col("record_id", "m"), col("d", "c").as_("item_id", quoted=True),
-                         col("rule_id", "c"), col("rnk", "c"), col("k", "c"),
-                         pick.as_("pick", quoted=True))
-              .from_(with_alias(members, "m"))
-              .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "m"))))
-    return (exp.select(col("record_id"), col("item_id"), col("rule_id"), col("rnk"))
-            .from_(ranked.subquery("r")).where(col("pick") <= col("k")))
+    ranked = (exp.select(col("rule_id", "m"), col("record_id", "m"), pick.as_("pick", quoted=True))
+              .from_(with_alias(members, "m")))
+    return (exp.select(col("record_id", "r"), col("d", "c").as_("item_id", quoted=True),
+                       col("rule_id", "c"), col("rnk", "c"))
+            .from_(ranked.subquery("r"))
+            .join(with_alias(chosen, "c"), on=col("rule_id", "c").eq(col("rule_id", "r")))
+            .where(col("pick", "r") <= col("k", "c")))
 
 
 def admitted_picks_query(picks: exp.Table, blocked: exp.Table) -> exp.Select:

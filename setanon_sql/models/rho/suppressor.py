@@ -39,7 +39,6 @@ from setanon_sql.models.rho.incremental import (
     member_pair_query,
     member_start_query,
     member_step_query,
-    members_query,
     mismatch_query,
     pivot_query,
     subtract_statement,
@@ -85,7 +84,7 @@ SETTLE_MAX_BLOCKED = 100_000
 COLLAPSE_ONE_HOLDER_RULES = True
 # The A/B switch of :meth:`Suppressor._members`' pair route (the same output either way).
 MEMBER_PAIR_ROUTE = True
-WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1", "members",
+WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1",
                "picks", "blocked", "held", "rejected", "waiting0", "waiting1", "dels", "changed",
                "gone", "found_rules")
 
@@ -385,9 +384,10 @@ class Suppressor:
         self.backend.drop_table(table)
         return table
 
-    def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table,
-                 round_no: int) -> exp.Table:
-        """The records C(X) of every chosen rule. ``by_pivot`` (the records of each rule's
+    def _members(self, chosen: exp.Table, istat: exp.Table, cur: exp.Table) -> exp.Table:
+        """The records C(X) of every chosen rule, (rule_id, rnk, x1..x_width, record_id): the
+        picks order them (:func:`.suppression.picks_query`), and the rules held back read X
+        from them (``x_in_members``). ``by_pivot`` (the records of each rule's
         rarest item, summed) picks the route:
 
         * above the rows of the levels: the records that held X at the last full count and
@@ -424,12 +424,12 @@ class Suppressor:
                 if not by_pair:
                     self._build(found, member_level_query(chosen, list(self.levels), gone,
                                                           self.width))
-                    return self._hashed(found, round_no)
+                    return found
                 self._build(found, member_pair_query(chosen, self.levels[1], gone,
                                                      self.width))
-            return self._hashed(self._stepped(found, cur, first=3), round_no)
+            return self._stepped(found, cur, first=3)
         self._build(found, member_start_query(chosen, pivots, cur, self.width))
-        return self._hashed(self._stepped(found, cur, first=1), round_no)
+        return self._stepped(found, cur, first=1)
 
     def _stepped(self, found: exp.Table, cur: exp.Table, first: int) -> exp.Table:
         """``found`` narrowed to the records that hold x_first.. x_width now (one
@@ -441,15 +441,6 @@ class Suppressor:
             backend.drop_table(found)
             found = following
         return found
-
-    def _hashed(self, found: exp.Table, round_no: int) -> exp.Table:
-        """The members with their random order key (:func:`.incremental.members_query`)."""
-        backend = self.backend
-        members = self._fresh("members")
-        self._build(members, members_query(found),
-                    {"salt": pick_salt(self.context.seed or 0, round_no)})
-        backend.drop_table(found)
-        return members
 
     def _chosen(self, scores: exp.Table, rules: exp.Table) -> tuple[exp.Table, int]:
         """Each rule's choice and rank (:func:`.choice.chosen_query`), and how many rules were
@@ -494,12 +485,15 @@ class Suppressor:
         self._build(scores, scores_query(rules, istat, self.width, self.params.heuristic),
                     {"w": buffer, **self._rho()})
         chosen, collapsed = self._chosen(scores, rules)
-        members = self._members(chosen, istat, cur, round_no)
+        members = self._members(chosen, istat, cur)
         picks = self._fresh("picks")
-        self._build(picks, picks_query(chosen, members))
+        self._build(picks, picks_query(chosen, members),
+                    {"salt": pick_salt(self.context.seed or 0, round_no)})
         blocked = self._fresh("blocked")
-        self._build(blocked, blocked_rules_query(chosen, members, picks, self.width))
+        self._build(blocked, blocked_rules_query(chosen, members, picks, self.width,
+                                                 x_in_members=True))
         waiting, steps = settle(self.backend, self._fresh, chosen, members, picks, blocked,
-                                self.width, 0 if collapsed else SETTLE_MAX_BLOCKED)
+                                self.width, 0 if collapsed else SETTLE_MAX_BLOCKED,
+                                x_in_members=True)
         self._build(dels, admitted_picks_query(picks, waiting))
         return dels, steps, collapsed
