@@ -146,30 +146,43 @@ def _tops(picks: exp.Table, where: exp.Expr) -> exp.Select:
             .group_by(col("record_id", "p"), col("item_id", "p")))
 
 
-def rejected_rules_query(waiting: exp.Table, held: exp.Table, picks: exp.Table) -> exp.Select:
-    """Ids of the waiting rules that an admitted rule (one not in ``waiting``) of higher rank
-    overtakes: it suppresses an item of their X from a record of their C(X), so they wait for a
-    later round whatever else is admitted. ``held``: :func:`held_query` of (at least) the
-    waiting rules."""
+def rejected_rules_query(waiting: exp.Table, open_rules: exp.Table, held: exp.Table,
+                         picks: exp.Table) -> exp.Select:
+    """Ids of the open rules that an admitted rule (one not in ``waiting``) of higher rank
+    overtakes: it suppresses an item of their X from a record of their C(X), so they wait for
+    a later round whatever else is admitted. ``held``: :func:`held_query` of (at least) the
+    open rules."""
     admitted = exp.not_(_in(waiting, "w", "p"))
-    waiting_held = exp.select("*").from_(with_alias(held, "h")).where(_in(waiting, "w", "h"))
-    return _overtaken(waiting_held.subquery("u"), _tops(picks, admitted))
+    open_held = exp.select("*").from_(with_alias(held, "h")).where(_in(open_rules, "o", "h"))
+    return _overtaken(open_held.subquery("u"), _tops(picks, admitted))
 
 
-def still_waiting_query(waiting: exp.Table, rejected: exp.Table, held: exp.Table,
-                        picks: exp.Table) -> exp.Query:
-    """Ids of the rules that still wait after one settling step: the rejected ones, and the open
-    ones (waiting, not rejected) that an open rule of higher rank overtakes.
+def still_open_query(open_rules: exp.Table, rejected: exp.Table, held: exp.Table,
+                     picks: exp.Table) -> exp.Select:
+    """Ids of the open rules, not ``rejected`` in this step, that another such rule of higher
+    rank overtakes: they stay open. ``held``: :func:`held_query` of (at least) the open rules.
 
-    An open rule no open rule overtakes is admitted: every rule of higher rank that takes one of
-    its items from one of its records is rejected, so it will not act this round.
+    One no such rule overtakes is admitted: every rule of higher rank that takes one of its
+    items from one of its records is rejected or waits, so it will not act this round.
     """
-    open_rule = exp.and_(_in(waiting, "w", "p"), exp.not_(_in(rejected, "r", "p")))
-    open_held = (exp.select("*").from_(with_alias(held, "h"))
-                 .where(exp.and_(_in(waiting, "w", "h"), exp.not_(_in(rejected, "r", "h")))))
-    overtaken = _overtaken(open_held.subquery("u"), _tops(picks, open_rule))
-    return exp.union(exp.select(col("rule_id")).from_(rejected.copy()),
-                     exp.select("*").from_(overtaken.subquery("o")), distinct=False)
+    live = exp.and_(_in(open_rules, "o", "p"), exp.not_(_in(rejected, "r", "p")))
+    live_held = (exp.select("*").from_(with_alias(held, "h"))
+                 .where(exp.and_(_in(open_rules, "o", "h"), exp.not_(_in(rejected, "r", "h")))))
+    return _overtaken(live_held.subquery("u"), _tops(picks, live))
+
+
+# settle narrows the held rows to the open rules once the open ones are at most 1/NARROW_SHARE
+# of the rules the rows cover, so that a step that admits or rejects few does not rewrite them.
+# Open rules mostly halve in a step, so it narrows nearly as often as after every step: whole
+# BMS-WebView-1 at --m 3 took 82.9 s on DuckDB and 480.8 s on PostgreSQL, narrowed after every
+# step 81.2 and 557.6 s, single runs in which PostgreSQL's untouched statements moved by as
+# much (BENCHMARKS.md, rho).
+NARROW_SHARE = 2
+
+
+def _ids(table: exp.Table) -> exp.Select:
+    """The rule ids of ``table``."""
+    return exp.select(col("rule_id")).from_(table.copy())
 
 
 def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Table,
@@ -181,49 +194,81 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
 
     ``blocked`` waits for every rule of higher rank that would take one of its items from one
     of its records, also for one that itself waits; such a rule could wait a round for
-    nothing. Each step rejects the waiting rules an admitted one overtakes
-    (:func:`rejected_rules_query`) and admits the waiting rules that only rejected ones
-    overtake (:func:`still_waiting_query`); it ends when every waiting rule is rejected or a
-    step admits none. That is taking the rules one by one in rank order and skipping each that
-    an earlier taken one overtakes; each step admits at least the best-ranked open rule, so it
-    ends. The admitted rules still act as if taken one after the other: every rule of higher
-    rank that overtakes an admitted one waits. Alg. 2 l.3 picks the unsafe qids in any order,
-    so the skipped rules may go later. On 1M Quest records at ``--m 3``, stage 2 (qids of up
-    to 2 items) took 85 rounds, 452.6 s, when every held-back rule waited, and 34 rounds,
-    201.2 s, settled, with 1.1% fewer suppressions (BENCHMARKS.md, rho). ``max_blocked``:
-    settle only a round that holds back at most this many rules. ``x_in_members``: see
-    :func:`held_query`.
+    nothing. Every blocked rule starts open. Each step rejects the open rules an admitted one
+    overtakes (:func:`rejected_rules_query`) and admits the open rules that no other open one
+    overtakes (:func:`still_open_query`); it ends when no rule is open or a step admits none.
+    That is taking the rules one by one in rank order and skipping each that an earlier taken
+    one overtakes; each step admits at least the best-ranked open rule, so it ends. The
+    admitted rules still act as if taken one after the other: every rule of higher rank that
+    overtakes an admitted one waits. Alg. 2 l.3 picks the unsafe qids in any order, so the
+    skipped rules may go later. On 1M Quest records at ``--m 3``, stage 2 (qids of up to 2
+    items) took 85 rounds, 452.6 s, when every held-back rule waited, and 34 rounds, 201.2 s,
+    settled, with 1.1% fewer suppressions (BENCHMARKS.md, rho).
+
+    A rejected or admitted rule stays so (the admitted rules only grow), so a step reads the
+    held rows of the open rules only, narrowed once the open rules are at most 1/NARROW_SHARE
+    of those the rows cover. Whole BMS-WebView-1 at ``--m 3`` on DuckDB, settling rounds of up
+    to 977k blocked rules (11 steps): settling's statements took 43.3 s when each step re-read
+    every blocked rule's rows, 16.3 s narrowed after every step (the same output;
+    BENCHMARKS.md, rho). ``max_blocked``: settle only a round that holds
+    back at most this many rules. ``x_in_members``: see :func:`held_query`.
     """
-    size = int(backend.scalar("rho_count_rows", tables={"t": blocked}))
+
+    def count(table: exp.Table) -> int:
+        return int(backend.scalar("rho_count_rows", tables={"t": table}))
+
+    size = count(blocked)
     if size == 0 or (max_blocked is not None and size > max_blocked):
         return blocked, 0
+
+    def replace(old: exp.Table, new: exp.Table) -> exp.Table:
+        if old is not blocked:
+            backend.drop_table(old)
+        return new
+
     held = fresh("held")
     backend.materialize(held, held_query(chosen, members, width, only=blocked,
                                          x_in_members=x_in_members), working=True)
-    waiting, steps = blocked, 0
-    while True:
-        steps += 1
-        rejected = fresh("rejected")
-        # No nested loops: most waiting rules are often rejected, PostgreSQL then estimates 1
-        # row for "waiting and not rejected" and scanned the picks per held row (a step of
-        # whole BMS-WebView-1 at --m 3 ran for over 4 minutes; hashed: 0.5 s).
-        with backend.hash_joins_only():
-            backend.materialize(rejected, rejected_rules_query(waiting, held, picks),
+    waiting, open_rules, steps, held_rules, narrowings = blocked, blocked, 0, size, 0
+    # No nested loops: most open rules are often rejected, PostgreSQL then estimates 1 row for
+    # "open and not rejected" and scanned the picks per held row (a step of whole
+    # BMS-WebView-1 at --m 3 ran for over 4 minutes; hashed: 0.5 s).
+    with backend.hash_joins_only():
+        while True:
+            steps += 1
+            rejected = fresh("rejected")
+            backend.materialize(rejected, rejected_rules_query(waiting, open_rules, held, picks),
                                 working=True)
-            still = fresh(f"waiting{steps % 2}")
-            backend.materialize(still, still_waiting_query(waiting, rejected, held, picks),
+            still = fresh(f"open{steps % 2}")
+            backend.materialize(still, still_open_query(open_rules, rejected, held, picks),
                                 working=True)
-        settled_rules = int(backend.scalar("rho_count_rows", tables={"t": rejected}))
-        backend.drop_table(rejected)
-        left = int(backend.scalar("rho_count_rows", tables={"t": still}))
-        if waiting is not blocked:
-            backend.drop_table(waiting)
-        waiting = still
-        # Done when no waiting rule is open any more, or when a step admitted none.
-        if left in (settled_rules, size):
-            break
-        size = left
+            left = count(still)
+            admitted = size - count(rejected) - left
+            if admitted == 0:
+                backend.drop_table(rejected)
+                backend.drop_table(still)
+                break
+            following = fresh(f"waiting{steps % 2}")
+            kept = (exp.select(col("rule_id", "v")).from_(with_alias(waiting, "v"))
+                    .where(exp.not_(_in(open_rules, "o", "v"))))
+            backend.materialize(following, union_all([kept, _ids(rejected), _ids(still)]),
+                                working=True)
+            backend.drop_table(rejected)
+            waiting = replace(waiting, following)
+            if left == 0:
+                backend.drop_table(still)
+                break
+            if left * NARROW_SHARE <= held_rules:
+                narrowings += 1
+                narrowed = fresh(f"held{narrowings % 2}")
+                backend.materialize(narrowed, exp.select("*").from_(with_alias(held, "h"))
+                                    .where(_in(still, "s", "h")), working=True)
+                backend.drop_table(held)
+                held, held_rules = narrowed, left
+            open_rules, size = replace(open_rules, still), left
     backend.drop_table(held)
+    if open_rules is not blocked:
+        backend.drop_table(open_rules)
     return waiting, steps
 
 
