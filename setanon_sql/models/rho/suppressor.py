@@ -77,12 +77,13 @@ from setanon_sql.sqlrender import TableBinding
 REBUILD_SHARE = 16
 # Settling (suppression.settle) runs in a round that holds back at most this many rules. It pays
 # in the long tails of rounds of a few thousand rules, and since its steps read the open rules
-# only, in rounds of a million: whole BMS-WebView-1 at --m 3 on DuckDB took 102.0 s with a
-# bound of 100,000 (rounds 4-18 held back 100k-1.4M rules each and suppressed 94-2,740), 84.2 s
-# with 1M and 81.2 s with 3M (every round settled; 35 rounds instead of 41; BENCHMARKS.md,
-# rho). In a round of tens of millions a step costs more than the rounds it saves (Quest 200k
-# records, --m 3: the first round of stage 3, 23.7M unsafe rules, took 114.5 s with one
-# settling step against 65.8 s without, before the steps were narrowed).
+# only, in rounds of a million: whole BMS-WebView-1 at --m 3 on DuckDB (the held rows narrowed
+# after every step) took 102.0 s with a bound of 100,000 (rounds 4-18, of 100k-1.4M unsafe
+# rules, each held back more and suppressed 94-2,740), 84.2 s with 1M and 81.2 s with 3M (35
+# rounds instead of 41, every one settled; BENCHMARKS.md, rho). In a round of tens of millions
+# a step costs more than the rounds it saves (Quest 200k records, --m 3: the first round of
+# stage 3, 23.7M unsafe rules, took 114.5 s with one settling step against 65.8 s without,
+# before the steps were narrowed).
 SETTLE_MAX_BLOCKED = 3_000_000
 # The A/B switch of :meth:`Suppressor._chosen` (the same output either way; tests compare).
 COLLAPSE_ONE_HOLDER_RULES = True
