@@ -221,10 +221,9 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
     if size == 0 or (max_blocked is not None and size > max_blocked):
         return blocked, 0
 
-    def replace(old: exp.Table, new: exp.Table) -> exp.Table:
-        if old is not blocked:
-            backend.drop_table(old)
-        return new
+    def discard(table: exp.Table) -> None:
+        if table is not blocked:
+            backend.drop_table(table)
 
     held = fresh("held")
     backend.materialize(held, held_query(chosen, members, width, only=blocked,
@@ -254,7 +253,8 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
             backend.materialize(following, union_all([kept, _ids(rejected), _ids(still)]),
                                 working=True)
             backend.drop_table(rejected)
-            waiting = replace(waiting, following)
+            discard(waiting)
+            waiting = following
             if left == 0:
                 backend.drop_table(still)
                 break
@@ -265,10 +265,10 @@ def settle(backend: Backend, fresh: Callable[[str], exp.Table], chosen: exp.Tabl
                                     .where(_in(still, "s", "h")), working=True)
                 backend.drop_table(held)
                 held, held_rules = narrowed, left
-            open_rules, size = replace(open_rules, still), left
+            discard(open_rules)
+            open_rules, size = still, left
     backend.drop_table(held)
-    if open_rules is not blocked:
-        backend.drop_table(open_rules)
+    discard(open_rules)
     return waiting, steps
 
 
