@@ -27,8 +27,13 @@ from setanon_sql.progress import Step, reporting_to
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
          "retail": DATA / "retail/retail.dat"}
-TARGET = re.compile(r'(?:CREATE (?:UNLOGGED )?TABLE|UPDATE|DROP TABLE IF EXISTS)\s+'
-                    r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?[\s(]', re.IGNORECASE)
+TARGET = re.compile(r'(CREATE (?:UNLOGGED )?TABLE|CREATE INDEX\s+"[^"]+"\s+ON|UPDATE|'
+                    r'DROP TABLE IF EXISTS|ANALYZE)\s+'
+                    r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?(?:[\s(]|$)',
+                    re.IGNORECASE)
+# What a statement does to its table, by TARGET's first group.
+VERBS = {"create index": "index", "create": "create", "update": "update", "drop": "drop",
+         "analyze": "analyze"}
 
 ROUND = re.compile(r"round \d+: ([\d,]+) unsafe rules")
 
@@ -37,8 +42,9 @@ def kind(sql: str) -> str:
     """What a statement does: the work table it writes, or the start of the query."""
     found = TARGET.search(sql)
     if found:
-        verb = sql.lstrip().split()[0].upper()
-        return f"{verb.lower()} {found.group(1)}"
+        words = found.group(1).lower().split()
+        verb = VERBS.get(" ".join(words[:2]), VERBS[words[0]])
+        return f"{verb} {found.group(2)}"
     return " ".join(sql.split()[:4])[:40]
 
 

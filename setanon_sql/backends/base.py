@@ -45,6 +45,7 @@ class Backend(ABC):
         self.schema = schema
         self._transaction_depth = 0
         self.catalog: str | None = None  # set where schema names may clash with catalog names
+        # (SQL, seconds) of each statement of the steps while it is a list (bench/ profiles).
         self.statement_log: list[tuple[str, float]] | None = None
         self._all_working = False  # inside working_tables()
 

@@ -87,6 +87,28 @@ def test_working_tables_hold_their_query_and_skip_wal_and_autovacuum_on_postgres
     db.drop_table(target)
 
 
+def test_the_statement_log_times_what_a_step_runs_on_the_engine(
+        db: Backend, backend_name: str) -> None:
+    """bench/ profiles sum ``statement_log``: the table a step builds, and on PostgreSQL the
+    ANALYZE after it and an access index, are each one timed entry (they were left out)."""
+    target = db.table(f"w_{uuid.uuid4().hex[:8]}")
+    query = exp.select(exp.alias_(exp.column("n"), "x")).from_(
+        exp.values([(1,), (2,)], alias="v", columns=["n"]))
+    db.statement_log = []
+    try:
+        db.materialize(target, query, working=True)
+        db.create_access_index(target, ["x"])
+        logged = [" ".join(sql.split()[:2]).upper() for sql, _ in db.statement_log]
+        assert all(seconds >= 0 for _, seconds in db.statement_log)
+    finally:
+        db.statement_log = None
+        db.drop_table(target)
+    assert logged[0] in ("CREATE TABLE", "CREATE UNLOGGED")
+    if backend_name == "postgres":
+        assert [entry.split()[0] for entry in logged] == ["CREATE", "ANALYZE", "CREATE"]
+        assert logged[2] == "CREATE INDEX"
+
+
 def test_tables_made_inside_working_tables_are_working_tables_and_only_those(
         db: Backend, backend_name: str) -> None:
     """km's search and verify run inside ``working_tables()``: every table they build is a
