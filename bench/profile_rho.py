@@ -31,9 +31,6 @@ TARGET = re.compile(r'(CREATE (?:UNLOGGED )?TABLE|CREATE INDEX\s+"[^"]+"\s+ON|UP
                     r'DROP TABLE IF EXISTS|ANALYZE)\s+'
                     r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?(?:[\s(]|$)',
                     re.IGNORECASE)
-# What a statement does to its table, by TARGET's first group.
-VERBS = {"create index": "index", "create": "create", "update": "update", "drop": "drop",
-         "analyze": "analyze"}
 
 ROUND = re.compile(r"round \d+: ([\d,]+) unsafe rules")
 
@@ -42,9 +39,8 @@ def kind(sql: str) -> str:
     """What a statement does: the work table it writes, or the start of the query."""
     found = TARGET.search(sql)
     if found:
-        words = found.group(1).lower().split()
-        verb = VERBS.get(" ".join(words[:2]), VERBS[words[0]])
-        return f"{verb} {found.group(2)}"
+        verb = found.group(1).lower()
+        return f"{'index' if verb.startswith('create index') else verb.split()[0]} {found.group(2)}"
     return " ".join(sql.split()[:4])[:40]
 
 
