@@ -145,12 +145,13 @@ def main() -> None:
         if key in f:
             print(f"  {key}: {f[key]}")
     print("\n| round | unsafe rules | ranked as one (collapsed) | suppressed | settling steps "
-          "| seconds |\n|---|---|---|---|---|---|")
+          "| then counted from scratch | seconds |\n|---|---|---|---|---|---|---|")
     for entry in f.get("history", []):
+        recounted = "yes" if entry.get("recounted") else ""
         print(f"| {entry['round']} | {entry.get('unsafe_rules', 'recount')} | "
               f"{entry.get('rules_collapsed', '')} | "
               f"{entry.get('suppressed', '')} | {entry.get('settle_steps', '')} | "
-              f"{entry['seconds']} |")
+              f"{recounted} | {entry['seconds']} |")
     bounds = [*printer.marks, ("end", len(log))]
     for (name, lo), (_, hi) in pairwise(bounds):
         summarize(name, log[lo:hi], total, args.top)

@@ -18,6 +18,7 @@ from setanon_sql.models import require_model
 from setanon_sql.models.prho import relevance
 from setanon_sql.models.prho import rules as prho_rules
 from setanon_sql.models.prho import staged as prho_staged
+from setanon_sql.models.rho import suppressor
 from setanon_sql.models.rho.qids import col
 from tests.conftest import write
 from tests.oracle import prho_oracle as oracle
@@ -250,6 +251,35 @@ def test_own_holder_first_keeps_the_rules_the_holders_keep(
     assert seen["own"] and seen["other holder"], seen
     output = published(db, dataset, run, tmp_path)
     assert oracle.unsafe_adversaries(original, output, constraint, Fraction(1, 2), 3) == []
+    assert api.verify(db, dataset, run).ok
+
+
+@pytest.mark.parametrize(("setting", "seed"), [("personalized", 35), ("personalized+", 36)])
+def test_counted_from_scratch_or_kept_up_to_date_give_the_same_output(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str,
+        seed: int) -> None:
+    """Staged SUPPRESSOR under a per-record constraint, with a count from scratch after every
+    round (rules found from the counted supports and filtered with their own holder first) or
+    never (kept rules and the rules found afresh, filtered by the holders): one output, round
+    by round, safe by brute force."""
+    monkeypatch.setattr(prho_staged, "one_stage_within_reach", lambda *_: False)
+    monkeypatch.setattr(suppressor, "RECOUNT_PROBE_SHARE", 10**9)  # probe every round
+    rng = random.Random(seed)
+    source = write(tmp_path / "in.dat", random_baskets(rng, 30, 14, 7))
+    original = oracle.read_fimi(source)
+    constraint, given = random_constraint(rng, original, setting, seed, 14, 7, tmp_path)
+    dataset = api.load_transactions(db, source, "d")
+    outputs, histories = [], []
+    for always in (True, False):
+        monkeypatch.setattr(suppressor, "recount_pays", lambda *_, a=always: a)
+        run = run_prho(db, dataset, seed, rho=0.5, m=3, **given)
+        rounds = [e for e in run.figures["history"] if e.get("suppressed")]
+        assert rounds and all(e["recounted"] == always for e in rounds)
+        outputs.append(published(db, dataset, run, tmp_path))
+        histories.append([(e["suppressed"], e["settle_steps"]) for e in rounds])
+    assert outputs[0] == outputs[1]
+    assert histories[0] == histories[1]
+    assert oracle.unsafe_adversaries(original, outputs[0], constraint, Fraction(1, 2), 3) == []
     assert api.verify(db, dataset, run).ok
 
 

@@ -21,7 +21,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import UsageError
 from setanon_sql.models import require_model
-from setanon_sql.models.rho import check, qids, suppressor
+from setanon_sql.models.rho import check, incremental, qids, suppressor
 from setanon_sql.models.rho.qids import build_supports, col
 from tests.conftest import write
 from tests.integration.test_rho import published, random_baskets
@@ -186,6 +186,68 @@ def test_a_first_stage_out_of_reach_suggests_shorter_records(
     with pytest.raises(UsageError, match=r"qids of 1 items would .*use the records with at "
                                          r"most 5 items"):
         check.check_stage(db, items, sens, 2, 1, 1)
+
+
+@pytest.mark.parametrize("seed", [61, 62, 63])
+def test_rows_lost_and_left_are_the_itemsets_enumerated_by_hand(db: Backend,
+                                                                 seed: int) -> None:
+    """The histogram of (length, items lost) read by SQL gives, through ``shrink_rows``, the
+    (record, itemset) rows of up to ``width`` items that the records lose and keep, as
+    enumerated here one record at a time."""
+    rng = random.Random(seed)
+    records = {r: sorted(rng.sample(range(1, 13), rng.randint(1, 11))) for r in range(1, 41)}
+    dels = {(r, i) for r, items in records.items() if rng.random() < 0.6
+            for i in items if rng.random() < 0.4}
+    cur, gone = db.table("t_cur"), db.table("t_dels")
+    for table, rows in ((cur, [(r, i) for r, items in records.items() for i in items]),
+                        (gone, sorted(dels))):
+        db.materialize(table, exp.select(
+            col("record_id"), col("item_id")).from_(exp.values(
+                [exp.tuple_(*(exp.Literal.number(v) for v in row)) for row in rows], alias="v",
+                columns=["record_id", "item_id"])))
+    histogram = [(int(a), int(b), int(c)) for a, b, c in
+                 db.query(incremental.shrink_histogram_query(cur, gone))]
+    assert sum(c for _, _, c in histogram) == len(records)
+    for width in (2, 3, 4):
+        lost = left = 0
+        for r, items in records.items():
+            for k in range(1, width + 1):
+                for itemset in combinations(items, k):
+                    if any((r, i) in dels for i in itemset):
+                        lost += 1
+                    else:
+                        left += 1
+        assert incremental.shrink_rows(histogram, width) == (lost, left)
+        assert incremental.recount_pays(histogram, width) == (lost > left)
+
+
+@pytest.mark.parametrize(("seed", "heuristic", "m"), [(71, "mine", 3), (72, "dist", 3),
+                                                      (73, "mine", 2)])
+def test_counted_from_scratch_or_kept_up_to_date_give_the_same_output(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, heuristic: str,
+        seed: int, m: int) -> None:
+    """After every round the next table is counted from scratch, or never is (its supports
+    and rules kept up to date by the delta): the rules and their ids are the same
+    (:mod:`..rho.rulekeep`), so the output is, round by round, and safe by brute force."""
+    source = write(tmp_path / "in.dat", random_baskets(random.Random(seed), 40, 12, 8))
+    dataset = api.load_transactions(db, source, "d")
+    monkeypatch.setattr(suppressor, "RECOUNT_PROBE_SHARE", 10**9)  # probe every round
+    outputs, histories = [], []
+    for always in (True, False):
+        monkeypatch.setattr(suppressor, "recount_pays", lambda *_, a=always: a)
+        api.anonymize(db, dataset, RHO, {"rho": 0.6, "sensitive_fraction": 0.4, "m": m,
+                                         "heuristic": heuristic}, seed=seed)
+        run = api.get_run(db, dataset, "latest")
+        rounds = [e for e in run.figures["history"] if e.get("suppressed")]
+        assert rounds and all(e["recounted"] == always for e in rounds)
+        outputs.append(published(db, dataset, run, tmp_path))
+        histories.append([(e["suppressed"], e["settle_steps"]) for e in rounds])
+        assert run.figures["support_mismatches"] == 0
+    assert outputs[0] == outputs[1]
+    assert histories[0] == histories[1]
+    sensitive = sensitive_labels(db, dataset, run)
+    assert oracle.unsafe_rules(outputs[0], sensitive, Fraction("0.6"), m=m) == []
+    assert api.verify(db, dataset, run).ok
 
 
 @pytest.mark.parametrize(("seed", "heuristic", "m"), [(31, "mine", 2), (32, "dist", 3),

@@ -14,12 +14,18 @@ the run is over every buffer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.rho.qids import col, holds_sensitive, through_sensitive, xs
+from setanon_sql.models.rho.qids import (
+    col,
+    holds_sensitive,
+    subset_rows,
+    through_sensitive,
+    xs,
+)
 from setanon_sql.sqlrender import union_all, with_alias
 
 
@@ -38,6 +44,50 @@ def touched_query(cur: exp.Table, dels: exp.Table) -> exp.Select:
                 col("record_id", "d").eq(col("record_id", "c")),
                 col("item_id", "d").eq(col("item_id", "c"))), join_type="left")
             .where(exp.Exists(this=touched)))
+
+
+def shrink_histogram_query(cur: exp.Table, dels: exp.Table) -> exp.Select:
+    """(length, lost, records): how many records of ``cur`` hold ``length`` items and lose
+    ``lost`` of them to ``dels``; records that lose nothing have lost = 0. From it the rows
+    of the lost levels and of a count from scratch of the next table are known before either
+    is enumerated (:func:`recount_pays`)."""
+    per_record = (exp.select(exp.func("count", exp.Star()).as_("length", quoted=True),
+                             exp.func("count", col("item_id", "d")).as_("lost", quoted=True))
+                  .from_(with_alias(cur, "c"))
+                  .join(with_alias(dels, "d"), join_type="left", on=exp.and_(
+                      col("record_id", "d").eq(col("record_id", "c")),
+                      col("item_id", "d").eq(col("item_id", "c"))))
+                  .group_by(col("record_id", "c")))
+    return (exp.select(col("length"), col("lost"),
+                       exp.func("count", exp.Star()).as_("records", quoted=True))
+            .from_(per_record.subquery("r")).group_by(col("length"), col("lost")))
+
+
+def shrink_rows(histogram: Sequence[tuple[int, int, int]], width: int) -> tuple[int, int]:
+    """(lost, left): the (record, itemset) rows of up to ``width`` items that the touched
+    records lose, and those every record holds after the round (``histogram``:
+    :func:`shrink_histogram_query`). A record of L items that loses j has
+    sum_k [C(L, k) - C(L - j, k)] itemsets through a lost item and sum_k C(L - j, k) left."""
+    lost = left = 0
+    for length, gone, records in histogram:
+        after = subset_rows({length - gone: records}, width)
+        lost += subset_rows({length: records}, width) - after
+        left += after
+    return lost, left
+
+
+def recount_pays(histogram: Sequence[tuple[int, int, int]], width: int) -> bool:
+    """Whether counting the next table from scratch enumerates fewer rows than the itemsets
+    the touched records lose (:func:`shrink_rows`).
+
+    A round that takes a few items from most records (the first round of qids of 3 items on
+    1M Quest records: 3.4M of 8.3M occurrences) loses several times the itemsets the records
+    keep, and a count from scratch also finds the unsafe rules by the support table's
+    self-join instead of scanning every kept rule against the delta. Rows above ``max_q``
+    that the levels prune by S are counted whole on both sides.
+    """
+    lost, left = shrink_rows(histogram, width)
+    return lost > left
 
 
 def ys(k: int) -> list[str]:
