@@ -11,7 +11,10 @@ without over-suppressing; the others wait a round. When the kept supports show n
 they are recounted from scratch and compared (the number of itemsets whose supports differ is
 reported, and is 0); only when this full recount finds no unsafe rule in any buffer is the
 table safe (Alg. 1 l.13). A stage before the last one skips that recount (``recount_at_end``,
-:mod:`.stages`): the next stage counts from scratch.
+:mod:`.stages`): the next stage counts from scratch. A round that takes so many occurrences
+that the itemsets its records lose outnumber those every record keeps is followed by a count
+from scratch instead of the delta (:meth:`Suppressor._recount_pays`, one qid buffer): the
+same supports and rules, ids included, so the same output.
 Each round suppresses at least one occurrence (the top rule is always admitted), so the loop
 ends.
 
@@ -269,9 +272,12 @@ class Suppressor:
         rules (82M rules scanned against the delta) took about 180 s. The records' lengths
         are read only when the round takes at least 1/RECOUNT_PROBE_SHARE of the
         occurrences: below that the lost itemsets are fewer than the kept ones unless records
-        lose most of their items at once.
+        lose most of their items at once. Only with one qid buffer (no ``b_max``): a qid
+        keeps the buffer of its first record at the last count from scratch, and a count
+        between would deal the buffers afresh, in another order (``rho_windows``).
         """
-        if not RECOUNT_WHEN_CHEAPER or n_dels * RECOUNT_PROBE_SHARE < occurrences:
+        if (not RECOUNT_WHEN_CHEAPER or self.params.b_max is not None
+                or n_dels * RECOUNT_PROBE_SHARE < occurrences):
             return False
         rows = self.backend.query(shrink_histogram_query(cur, dels))
         return recount_pays([(int(a), int(b), int(c)) for a, b, c in rows], self.width)
