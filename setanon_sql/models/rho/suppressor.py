@@ -268,8 +268,10 @@ class Suppressor:
         itemsets the touched records lose outnumber those of every record after the round).
 
         The first round of qids of 3 items on 1M Quest records (personalized, ``--m 3``)
-        takes 3.4M of 8.3M occurrences: its lost levels, delta, rebuilt supports and kept
-        rules (82M rules scanned against the delta) took about 180 s. The records' lengths
+        takes 3.4M of 8.3M occurrences: the lost levels, deltas, rebuilt supports and kept
+        rules (82M rules scanned against the delta) of it and the next two rounds took 194 s
+        of their 299 s; with a count from scratch the three rounds took 131 s (BENCHMARKS.md,
+        prho). The records' lengths
         are read only when the round takes at least 1/RECOUNT_PROBE_SHARE of the
         occurrences: below that the lost itemsets are fewer than the kept ones unless records
         lose most of their items at once. Only with one qid buffer (no ``b_max``): a qid
