@@ -25,6 +25,7 @@ from setanon_sql.models.rho import check, incremental, qids, suppressor
 from setanon_sql.models.rho.qids import build_supports, col
 from tests.conftest import write
 from tests.integration.test_rho import published, random_baskets
+from tests.integration.test_rho_blocking import values_table
 from tests.oracle import rho_oracle as oracle
 
 RHO = require_model("rho")
@@ -198,13 +199,9 @@ def test_rows_lost_and_left_are_the_itemsets_enumerated_by_hand(db: Backend,
     records = {r: sorted(rng.sample(range(1, 13), rng.randint(1, 11))) for r in range(1, 41)}
     dels = {(r, i) for r, items in records.items() if rng.random() < 0.6
             for i in items if rng.random() < 0.4}
-    cur, gone = db.table("t_cur"), db.table("t_dels")
-    for table, rows in ((cur, [(r, i) for r, items in records.items() for i in items]),
-                        (gone, sorted(dels))):
-        db.materialize(table, exp.select(
-            col("record_id"), col("item_id")).from_(exp.values(
-                [exp.tuple_(*(exp.Literal.number(v) for v in row)) for row in rows], alias="v",
-                columns=["record_id", "item_id"])))
+    cur = values_table(db, "t_cur", "record_id, item_id",
+                       [(r, i) for r, items in records.items() for i in items])
+    gone = values_table(db, "t_dels", "record_id, item_id", sorted(dels))
     histogram = [(int(a), int(b), int(c)) for a, b, c in
                  db.query(incremental.shrink_histogram_query(cur, gone))]
     assert sum(c for _, _, c in histogram) == len(records)
