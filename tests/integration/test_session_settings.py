@@ -9,16 +9,18 @@ they hold what their query gives.
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 from sqlglot import exp
 
+from setanon_sql.api import open_database
 from setanon_sql.backends import connect
 from setanon_sql.backends.base import Backend
 from setanon_sql.backends.postgres import SESSION_SETTINGS
-from setanon_sql.errors import UsageError
+from setanon_sql.errors import DatabaseError, UsageError
 from tests.conftest import _require_pg
 
 
@@ -177,6 +179,42 @@ def test_left_deep_joins_turn_duckdbs_join_order_off_in_the_block_only(already: 
     with pytest.raises(ZeroDivisionError), backend.left_deep_joins():
         raise ZeroDivisionError
     assert disabled() == already
+    backend.close()
+
+
+def test_duckdb_stores_short_lived_working_tables_uncompressed_and_only_those(
+        tmp_path: Path) -> None:
+    """A working table built inside ``short_lived_tables`` (the rho suppressor's rounds) skips
+    DuckDB's compression; a working table outside it, a table built without ``working`` inside
+    it (such as a published one), and every statement after keep DuckDB's own choice, also
+    after a short-lived table's statement fails."""
+    backend = open_database(f"duckdb:///{tmp_path / 'w.duckdb'}", "s")
+    # Enough rows of small integers for whole row groups, which DuckDB would bitpack.
+    rows = exp.select(exp.alias_(exp.column("range") % 1000, "x")).from_(
+        exp.func("range", exp.Literal.number(300_000)))
+    tables = {name: backend.table(f"w_{name}") for name in ("short", "kept", "working")}
+    with backend.short_lived_tables():
+        backend.materialize(tables["short"], rows, working=True)
+        backend.materialize(tables["kept"], rows)
+        with pytest.raises(DatabaseError):
+            backend.materialize(backend.table("w_failed"), exp.select(
+                exp.cast(exp.Literal.string("not a number"), "INTEGER").as_("x")), working=True)
+        assert backend.execute("SELECT current_setting('force_compression')",
+                               fetch=True) == [("auto",)]
+    backend.materialize(tables["working"], rows, working=True)
+    backend.execute("CHECKPOINT")
+
+    def methods(table: exp.Table) -> set[str]:
+        return {str(method) for (method,) in backend.execute(
+            "SELECT DISTINCT compression FROM pragma_storage_info($t) "
+            "WHERE segment_type <> 'VALIDITY'", {"t": table.sql(dialect="duckdb")},
+            fetch=True)}
+
+    assert methods(tables["short"]) == {"Uncompressed"}
+    assert "Uncompressed" not in methods(tables["kept"]) | methods(tables["working"])
+    sums = {backend.query(exp.select(exp.func("sum", exp.column("x"))).from_(table))[0]
+            for table in tables.values()}
+    assert len(sums) == 1
     backend.close()
 
 

@@ -166,8 +166,14 @@ class Suppressor:
         """Suppress until safe; returns the final table and one history entry per round.
 
         ``base`` is T0 (leftover and H_dist compare with it); the rounds start from ``start``
-        (an earlier stage's output, dropped once replaced) or from ``base``.
+        (an earlier stage's output, dropped once replaced) or from ``base``. Every table of
+        the rounds is dropped within a round or two (:meth:`.Backend.short_lived_tables`).
         """
+        with self.backend.short_lived_tables():
+            return self._rounds(base, start)
+
+    def _rounds(self, base: exp.Table, start: exp.Table | None
+                ) -> tuple[exp.Table, list[dict[str, Any]]]:
         backend = self.backend
         istat0 = self._fresh("istat0")
         self._build(istat0, "rho_istat0", tables={"base": base})
