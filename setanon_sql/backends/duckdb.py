@@ -232,7 +232,7 @@ class DuckDBBackend(Backend):
         applying a method (bitpacking, for setanon's integer columns) as it writes. The rho
         suppressor's tables are read within a round or two and dropped, so that work is lost:
         copying 20M rows of 14 integer columns took 3.6 s compressed, 2.1 s uncompressed. 1M
-        Quest records, personalized prho ``--m 3``: 996.4 -> 903.3 s, 1,663 -> 1,344 CPU-seconds,
+        Quest records, personalized prho ``--m 3``: 996.4 -> 903.3 s, user CPU 1,663 -> 1,344 s,
         the same output; whole BMS-WebView-1 and Retail, rho Mine ``--m 3``: 66.6 -> 56.9 s and
         72.2 -> 63.3 s. The price is bytes: the 1M file's high-water mark grew from 4.1 to
         7.7 GB, and the buffer pool holds more (BENCHMARKS.md, prho).
