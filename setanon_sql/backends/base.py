@@ -258,11 +258,8 @@ class Backend(ABC):
         dropped (the rho suppressor's rounds), so an engine may store them for speed rather
         than size (:meth:`building_short_lived_table`). Not for kanon's or km's steps: on
         DuckDB kanon gained nothing at 1M claims, and its 27 GB of disk at 100M would grow."""
-        before, self._short_lived = self._short_lived, True
-        try:
+        with self._flag_set("_short_lived"):
             yield
-        finally:
-            self._short_lived = before
 
     @contextmanager
     def building_short_lived_table(self) -> Iterator[None]:
@@ -279,11 +276,19 @@ class Backend(ABC):
         PostgreSQL their write-ahead log of millions of rows a level made checkpoints follow
         each other seconds apart (the prefix plan's levels at 100,000 CDR-like users).
         """
-        before, self._all_working = self._all_working, True
+        with self._flag_set("_all_working"):
+            yield
+
+    @contextmanager
+    def _flag_set(self, flag: str) -> Iterator[None]:
+        """The boolean attribute ``flag`` is True in the block, and as it was after it (also
+        after an error): the blocks nest."""
+        before = getattr(self, flag)
+        setattr(self, flag, True)
         try:
             yield
         finally:
-            self._all_working = before
+            setattr(self, flag, before)
 
     @contextmanager
     def whole_table_joins(self) -> Iterator[None]:

@@ -182,6 +182,30 @@ def test_left_deep_joins_turn_duckdbs_join_order_off_in_the_block_only(already: 
     backend.close()
 
 
+def test_short_lived_working_tables_hold_their_query_and_stay_working_tables(
+        db: Backend, backend_name: str) -> None:
+    """The rho suppressor builds its rounds' tables inside ``short_lived_tables``: on every
+    backend they hold what their query gives, on PostgreSQL they are still UNLOGGED, and the
+    block ends (nested or left by an error) with the engine's settings as before."""
+    query = exp.select(exp.alias_(exp.column("n"), "x")).from_(
+        exp.values([(1,), (2,), (3,)], alias="v", columns=["n"]))
+    inner, outer = (db.table(f"w_{uuid.uuid4().hex[:8]}") for _ in range(2))
+    with pytest.raises(RuntimeError), db.short_lived_tables():
+        with db.short_lived_tables():
+            db.materialize(inner, query, working=True)
+        db.materialize(outer, query, working=True)
+        raise RuntimeError("the block ends here")
+    for table in (inner, outer):
+        assert sorted(db.query(exp.select("x").from_(table))) == [(1,), (2,), (3,)]
+        if backend_name == "postgres":
+            assert db.execute("SELECT relpersistence FROM pg_class WHERE oid = %(t)s::regclass",
+                              {"t": table.sql(dialect="postgres")}, fetch=True)[0][0] == "u"
+        db.drop_table(table)
+    if backend_name == "duckdb":
+        assert db.execute("SELECT current_setting('force_compression')",
+                          fetch=True) == [("auto",)]
+
+
 def test_duckdb_stores_short_lived_working_tables_uncompressed_and_only_those(
         tmp_path: Path) -> None:
     """A working table built inside ``short_lived_tables`` (the rho suppressor's rounds) skips
