@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from sqlglot import exp
 
@@ -24,6 +24,7 @@ from setanon_sql.sqlrender import TableBinding, identifier, qualified_table
 Params = Mapping[str, Any] | None
 Rows = list[tuple[Any, ...]]
 Statement = str | exp.Expr
+Tree = TypeVar("Tree", bound=exp.Expr)
 _HEX_DIGITS = "0123456789abcdef"
 
 
@@ -48,12 +49,48 @@ class Backend(ABC):
         # (SQL, seconds) of each statement of the steps while it is a list (bench/ profiles).
         self.statement_log: list[tuple[str, float]] | None = None
         self._all_working = False  # inside working_tables()
-        self._short_lived = False  # inside short_lived_tables()
+        # inside short_lived_tables(): about how many bytes the block's largest tables hold
+        self._short_lived_bytes: int | None = None
+        # Short-lived working tables the engine stores outside setanon's schema, by name: the
+        # table where each one's rows are (:meth:`short_lived_storage`, :meth:`render`).
+        self._stored_elsewhere: dict[str, exp.Table] = {}
 
     # ---- rendering and execution -------------------------------------------------------------
     def render(self, statement: Statement, tables: TableBinding | None = None) -> str:
-        """The one render function: canonical statement or expression -> this dialect's text."""
+        """The one render function: canonical statement or expression -> this dialect's text.
+
+        A table of setanon's schema that the engine stores elsewhere (a short-lived working
+        table, :meth:`short_lived_storage`) is read, dropped and renamed where it is: algorithm
+        code names every table in setanon's schema."""
+        if self._stored_elsewhere:
+            if not isinstance(statement, str):
+                statement = self._where_stored(statement)
+            if tables:
+                tables = {key: self._where_stored(table) for key, table in tables.items()}
         return sqlrender.render(statement, self.dialect, tables)
+
+    def _where_stored(self, tree: Tree) -> Tree:
+        """``tree`` with each table stored elsewhere replaced by where it is (alias kept);
+        ``tree`` itself when it names none."""
+        def stored(node: exp.Expr) -> exp.Table | None:
+            if not isinstance(node, exp.Table) or node.name not in self._stored_elsewhere:
+                return None
+            ours = node.db == self.schema and node.catalog in ("", self.catalog or "")
+            return self._stored_elsewhere[node.name] if ours else None
+
+        if not any(stored(node) for node in tree.find_all(exp.Table)):
+            return tree
+
+        def place(node: exp.Expr) -> exp.Expr:
+            where = stored(node)
+            if where is None:
+                return node
+            placed = where.copy()
+            if alias := node.args.get("alias"):
+                placed.set("alias", alias.copy())
+            return placed
+
+        return cast(Tree, tree.transform(place))
 
     def table(self, name: str, alias: str | None = None) -> exp.Table:
         """A table of setanon's schema, quoted and qualified."""
@@ -103,19 +140,30 @@ class Backend(ABC):
         tree = sqlrender.parsed(query) if isinstance(query, str) else query
         if tables:
             tree = sqlrender.bind_tables(tree, tables)
-        create = exp.Create(this=target.copy(), kind="TABLE", expression=tree)
         working = working or self._all_working
-        properties = self.working_table_properties() if working else []
+        if working and self._short_lived_bytes is not None:
+            with self.short_lived_storage(target, self._short_lived_bytes) as (stored,
+                                                                              properties):
+                self._create(stored, tree, properties, params)
+            if stored != target:
+                self._stored_elsewhere[target.name] = stored
+        else:
+            self._create(target, tree, self.working_table_properties() if working else [],
+                         params)
+        self.analyze(target)
+
+    def _create(self, target: exp.Table, query: exp.Expr, properties: list[exp.Expr],
+                params: Params) -> None:
+        create = exp.Create(this=target.copy(), kind="TABLE", expression=query)
         if properties:
             create.set("properties", exp.Properties(expressions=properties))
-        short_lived = working and self._short_lived
-        with self.building_short_lived_table() if short_lived else nullcontext():
-            self.run(create, params)
-        self.analyze(target)
+        self.run(create, params)
 
     def drop_table(self, table: exp.Table) -> None:
         """Drop ``table`` if it exists."""
         self.run(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
+        if table.db == self.schema:
+            self._stored_elsewhere.pop(table.name, None)
 
     def replace_table(self, target: exp.Table, source: exp.Table) -> None:
         """``target`` := ``source`` by renaming (``source`` is gone after): a table built as
@@ -124,11 +172,15 @@ class Backend(ABC):
         self.drop_table(target)
         self.run(exp.Alter(this=source.copy(), kind="TABLE", actions=[
             exp.AlterRename(this=exp.Table(this=identifier(target.name)))]))
+        if (moved := self._stored_elsewhere.pop(source.name, None)) is not None:
+            moved.set("this", identifier(target.name))
+            self._stored_elsewhere[target.name] = moved
 
     def table_names(self, prefix: str) -> list[str]:
         """Names of the tables in setanon's schema that start with ``prefix``."""
         rows = self.query("tables_with_prefix", {"schema_name": self.schema})
-        return sorted(name for (name,) in rows if name.startswith(prefix))
+        names = {name for (name,) in rows} | set(self._stored_elsewhere)
+        return sorted(name for name in names if name.startswith(prefix))
 
     def _timed(self, sql: str, params: Params, fetch: bool) -> list[tuple[Any, ...]]:
         started = time.perf_counter()
@@ -253,19 +305,27 @@ class Backend(ABC):
         return []
 
     @contextmanager
-    def short_lived_tables(self) -> Iterator[None]:
+    def short_lived_tables(self, largest_bytes: int) -> Iterator[None]:
         """The working tables built in the block are each read within a round or two and
         dropped (the rho suppressor's rounds), so an engine may store them for speed rather
-        than size (:meth:`building_short_lived_table`). Not for kanon's or km's steps: on
-        DuckDB kanon gained nothing at 1M claims, and its 27 GB of disk at 100M would grow."""
-        with self._flag_set("_short_lived"):
+        than durability or size (:meth:`short_lived_storage`). ``largest_bytes``: about how
+        many bytes the block's largest tables hold. Not for kanon's or km's steps: their
+        tables are bigger and live longer (kanon's 27 GB at 100M claims)."""
+        with self._attribute_set("_short_lived_bytes", largest_bytes):
             yield
 
     @contextmanager
-    def building_short_lived_table(self) -> Iterator[None]:
-        """Session settings while one working table of :meth:`short_lived_tables` is built;
-        none by default. DuckDB overrides it: see :class:`DuckDBBackend`."""
-        yield
+    def short_lived_storage(self, target: exp.Table, largest_bytes: int
+                            ) -> Iterator[tuple[exp.Table, list[exp.Expr]]]:
+        """Where a working table built inside :meth:`short_lived_tables` is stored and the
+        properties it is created with, for the statement that builds it in the block: by
+        default at ``target``, as any working table.
+
+        An engine may store it elsewhere (DuckDB: see :class:`DuckDBBackend`); every
+        statement keeps naming ``target``, and :meth:`render` points it at the table's place
+        until the table is dropped.
+        """
+        yield target, self.working_table_properties()
 
     @contextmanager
     def working_tables(self) -> Iterator[None]:
@@ -276,19 +336,19 @@ class Backend(ABC):
         PostgreSQL their write-ahead log of millions of rows a level made checkpoints follow
         each other seconds apart (the prefix plan's levels at 100,000 CDR-like users).
         """
-        with self._flag_set("_all_working"):
+        with self._attribute_set("_all_working", True):
             yield
 
     @contextmanager
-    def _flag_set(self, flag: str) -> Iterator[None]:
-        """The boolean attribute ``flag`` is True in the block, and as it was after it (also
+    def _attribute_set(self, name: str, value: object) -> Iterator[None]:
+        """The attribute ``name`` is ``value`` in the block, and as it was after it (also
         after an error): the blocks nest."""
-        before = getattr(self, flag)
-        setattr(self, flag, True)
+        before = getattr(self, name)
+        setattr(self, name, value)
         try:
             yield
         finally:
-            setattr(self, flag, before)
+            setattr(self, name, before)
 
     @contextmanager
     def whole_table_joins(self) -> Iterator[None]:

@@ -26,6 +26,7 @@ from setanon_sql.errors import (
     UsageError,
     one_line,
 )
+from setanon_sql.sqlrender import identifier
 
 # DuckDB raises no SQLSTATE; its error classes map onto the standard classes, so a script sees
 # the same kind of code from both backends.
@@ -58,6 +59,11 @@ MEMORY_SHARE = 0.5
 # grouping reads at most a tenth of the memory limit's bytes in rows, and never more than 2^27.
 GROUPING_ROWS_PER_BYTE = 0.1
 GROUPING_ROWS_CAP = 1 << 27
+# The rho suppressor's short-lived tables are kept in memory while the largest of a stage take at
+# most this share of memory_limit (the supports and rules beside them take as much again or
+# more): 1.4 GB levels at a 10 GB limit gained 15%, 7.1 GB nothing, 12.7 GB lost 37%
+# (DuckDBBackend.short_lived_storage).
+SHORT_LIVED_IN_MEMORY_SHARE = 0.25
 _SIZE = re.compile(r"([0-9.]+)\s*([KMGTP]i)?B(?:ytes)?", re.IGNORECASE)
 _POWERS = {None: 0, "ki": 1, "mi": 2, "gi": 3, "ti": 4, "pi": 5}
 
@@ -223,23 +229,35 @@ class DuckDBBackend(Backend):
             self.execute("SET disabled_optimizers = " + _literal(",".join(disabled)))
 
     @contextmanager
-    def building_short_lived_table(self) -> Iterator[None]:
-        """A short-lived working table (:meth:`.Backend.short_lived_tables`) is stored
-        uncompressed (``force_compression``, reset after the statement; every other table
-        keeps DuckDB's own choice).
+    def short_lived_storage(self, target: exp.Table, largest_bytes: int
+                            ) -> Iterator[tuple[exp.Table, list[exp.Expr]]]:
+        """A short-lived working table (:meth:`.Backend.short_lived_tables`) is never
+        compressed: the rho suppressor's tables are read within a round or two and dropped,
+        so compressing them is work lost. Where the block's largest tables take at most
+        SHORT_LIVED_IN_MEMORY_SHARE of memory_limit, it is a temporary table of this
+        connection under ``target``'s name, kept in memory and never written to the file;
+        above that, it is the file's, stored uncompressed (``force_compression``, reset after
+        the statement, also when it fails).
 
-        DuckDB compresses every column segment it writes to a database file, choosing and
-        applying a method (bitpacking, for setanon's integer columns) as it writes. The rho
-        suppressor's tables are read within a round or two and dropped, so that work is lost:
-        copying 20M rows of 14 integer columns took 3.6 s compressed, 2.1 s uncompressed. 1M
-        Quest records, personalized prho ``--m 3``: 996.4 -> 903.3 s, user CPU 1,663 -> 1,344 s,
-        the same output; whole BMS-WebView-1 and Retail, rho Mine ``--m 3``: 66.6 -> 56.9 s and
-        72.2 -> 63.3 s. The price is bytes: the 1M file's high-water mark grew from 4.1 to
-        7.7 GB, and the buffer pool holds more (BENCHMARKS.md, prho).
+        Measured (BENCHMARKS.md, prho and rho): as temporary tables, 200k Quest records,
+        personalized prho ``--m 3`` at ``memory_limit=10GB`` (levels of 1.4 GB), 142.8 ->
+        121.7 s with 19 GB -> 1 GB written to disk; whole BMS-WebView-1 and Retail, rho Mine
+        ``--m 3``, 60.3 -> 52.1 s and 68.1 -> 64.5 s. But at 1M records (levels of 7.1 and
+        12.7 GB) every table in memory spilled up to 42 GB and stage 3 took 642.8 s against
+        470-494 s in the file. In the file, uncompressed against DuckDB's compression: 1M
+        records 996.4 -> 911-944 s; copying 20M rows of 14 integer columns took 3.6 s
+        compressed, 2.1 s uncompressed. The price is disk: the 1M run's file peaked at 39.6 GB.
+
+        The temporary tables' names are the run's (unique in setanon's schema), so the one
+        ``temp`` schema holds them all; they go with the connection at the latest.
         """
+        if largest_bytes <= self._memory_limit() * SHORT_LIVED_IN_MEMORY_SHARE:
+            yield (exp.Table(this=identifier(target.name), db=identifier("main"),
+                             catalog=identifier("temp")), [exp.TemporaryProperty()])
+            return
         self.execute("SET force_compression = " + _literal("uncompressed"))
         try:
-            yield
+            yield target, []
         finally:
             self.execute("RESET force_compression")
 
@@ -404,9 +422,13 @@ class DuckDBBackend(Backend):
 
     def rows_per_grouping(self) -> int:
         """DuckDB spills a large GROUP BY, but not every allocation of one (GROUPING_ROWS_*)."""
-        limit = setting_bytes(self.execute("SELECT current_setting('memory_limit')",
-                                           fetch=True)[0][0])
-        return max(1, min(int(limit * GROUPING_ROWS_PER_BYTE), GROUPING_ROWS_CAP))
+        return max(1, min(int(self._memory_limit() * GROUPING_ROWS_PER_BYTE),
+                          GROUPING_ROWS_CAP))
+
+    def _memory_limit(self) -> int:
+        """This connection's memory_limit in bytes."""
+        return setting_bytes(self.execute("SELECT current_setting('memory_limit')",
+                                          fetch=True)[0][0])
 
     def row_locator(self) -> exp.Expr:
         return exp.column("rowid")

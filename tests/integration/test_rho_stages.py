@@ -344,3 +344,47 @@ def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
     assert set(got[True]) == set(want) == set(got[False])
     if fraction < Fraction(1, 2):
         assert any(sx == 1 and sq == 2 for _, _, sx, sq in want)
+
+
+def temporary_tables(db: Backend, backend_name: str) -> int:
+    """How many temporary tables the connection holds (DuckDB keeps the suppressor's rounds'
+    tables there, :meth:`.DuckDBBackend.short_lived_storage`; the other engines none)."""
+    if backend_name != "duckdb":
+        return 0
+    return int(db.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary",
+                          fetch=True)[0][0])
+
+
+@pytest.mark.parametrize("model", ["rho", "prho"])
+def test_the_rounds_tables_are_gone_after_a_run_and_after_an_interrupted_one(
+        db: Backend, backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        model: str) -> None:
+    """A finished run leaves only what it publishes, in setanon's schema; a run stopped in
+    its second round (Ctrl-C) leaves none of its tables, wherever the engine kept them."""
+    source = write(tmp_path / "in.dat", random_baskets(random.Random(81), 40, 9, 7))
+    dataset = api.load_transactions(db, source, "d")
+    params = ({"rho": 0.6, "sensitive_fraction": 0.4, "m": 3} if model == "rho"
+              else {"rho": 0.5, "setting": "personalized", "sensitive_fraction": 0.4, "m": 2})
+    api.anonymize(db, dataset, require_model(model), params, seed=81)
+    run = api.get_run(db, dataset, "latest")
+    assert temporary_tables(db, backend_name) == 0
+    kept = {"rho": ["items_1", "sensitive"], "prho": ["common", "cons", "items_1"]}[model]
+    assert db.table_names(f"r{run.run_id}_") == [f"r{run.run_id}_{name}" for name in kept]
+
+    sanitize = suppressor.Suppressor._sanitize
+    calls = []
+
+    def stopped_in_round_two(self: suppressor.Suppressor, *args: object) -> object:
+        calls.append(1)
+        if len(calls) == 2:
+            assert temporary_tables(db, backend_name) or backend_name != "duckdb"
+            raise KeyboardInterrupt
+        return sanitize(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(suppressor.Suppressor, "_sanitize", stopped_in_round_two)
+    with pytest.raises(KeyboardInterrupt):
+        api.anonymize(db, dataset, require_model(model), params, seed=82)
+    stopped = api.get_run(db, dataset, "latest")
+    assert stopped.status == "interrupted" and len(calls) == 2
+    assert db.table_names(f"r{stopped.run_id}_") == []
+    assert temporary_tables(db, backend_name) == 0

@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 from sqlglot import exp
 
+from setanon_sql import sqlrender
 from setanon_sql.api import open_database
 from setanon_sql.backends import connect
 from setanon_sql.backends.base import Backend
@@ -185,39 +186,93 @@ def test_left_deep_joins_turn_duckdbs_join_order_off_in_the_block_only(already: 
 def test_short_lived_working_tables_hold_their_query_and_stay_working_tables(
         db: Backend, backend_name: str) -> None:
     """The rho suppressor builds its rounds' tables inside ``short_lived_tables``: on every
-    backend they hold what their query gives, on PostgreSQL they are still UNLOGGED, and the
-    block ends (nested or left by an error) with the engine's settings as before."""
+    backend, small or big, they hold what their query gives under the name they were given,
+    also after the block ends (nested or left by an error); on PostgreSQL they are still
+    UNLOGGED; a dropped one is gone; DuckDB's settings are as before."""
     query = exp.select(exp.alias_(exp.column("n"), "x")).from_(
         exp.values([(1,), (2,), (3,)], alias="v", columns=["n"]))
     inner, outer = (db.table(f"w_{uuid.uuid4().hex[:8]}") for _ in range(2))
-    with pytest.raises(RuntimeError), db.short_lived_tables():
-        with db.short_lived_tables():
+    with pytest.raises(RuntimeError), db.short_lived_tables(largest_bytes=1000):
+        with db.short_lived_tables(largest_bytes=10**15):
             db.materialize(inner, query, working=True)
         db.materialize(outer, query, working=True)
         raise RuntimeError("the block ends here")
+    if backend_name == "duckdb":  # the big block's in the file, the small one's in memory
+        assert [db.execute("SELECT temporary FROM duckdb_tables() WHERE table_name = $n",
+                           {"n": table.name}, fetch=True) for table in (inner, outer)
+                ] == [[(False,)], [(True,)]]
+        assert db.execute("SELECT current_setting('force_compression')",
+                          fetch=True) == [("auto",)]
     for table in (inner, outer):
         assert sorted(db.query(exp.select("x").from_(table))) == [(1,), (2,), (3,)]
         if backend_name == "postgres":
             assert db.execute("SELECT relpersistence FROM pg_class WHERE oid = %(t)s::regclass",
                               {"t": table.sql(dialect="postgres")}, fetch=True)[0][0] == "u"
         db.drop_table(table)
-    if backend_name == "duckdb":
-        assert db.execute("SELECT current_setting('force_compression')",
-                          fetch=True) == [("auto",)]
+        assert db.table_names(table.name) == []
 
 
-def test_duckdb_stores_short_lived_working_tables_uncompressed_and_only_those(
+def test_duckdb_keeps_small_short_lived_working_tables_out_of_the_file_and_only_those(
         tmp_path: Path) -> None:
-    """A working table built inside ``short_lived_tables`` (the rho suppressor's rounds) skips
-    DuckDB's compression; a working table outside it, a table built without ``working`` inside
-    it (such as a published one), and every statement after keep DuckDB's own choice, also
-    after a short-lived table's statement fails."""
+    """A working table built inside ``short_lived_tables`` (the rho suppressor's rounds) whose
+    block's largest tables fit a quarter of memory_limit is a temporary table of the
+    connection, never written to the database file; a working table
+    outside the block and a table built without ``working`` inside it (such as a published
+    one) are the file's. Under its own name it is read, listed, renamed and dropped (also by
+    a run's cleanup, by prefix), inside a transaction that writes to the file too."""
     backend = open_database(f"duckdb:///{tmp_path / 'w.duckdb'}", "s")
+    rows = exp.select(exp.alias_(exp.column("range") % 1000, "x")).from_(
+        exp.func("range", exp.Literal.number(3000)))
+    tables = {name: backend.table(f"w_{name}") for name in ("short", "kept", "working")}
+    with backend.short_lived_tables(largest_bytes=1 << 20):
+        backend.materialize(tables["short"], rows, working=True)
+        backend.materialize(tables["kept"], rows)
+        with pytest.raises(DatabaseError):
+            backend.materialize(backend.table("w_failed"), exp.select(
+                exp.cast(exp.Literal.string("not a number"), "INTEGER").as_("x")), working=True)
+    backend.materialize(tables["working"], rows, working=True)
+
+    def where(name: str) -> list[tuple[str, bool]]:
+        return backend.execute(
+            "SELECT database_name, temporary FROM duckdb_tables() WHERE table_name = $n",
+            {"n": name}, fetch=True)
+
+    assert where("w_short") == [("temp", True)]
+    assert where("w_kept") == where("w_working") == [(backend.catalog, False)]
+    assert where("w_failed") == []
+    assert backend.table_names("w_") == ["w_kept", "w_short", "w_working"]
+    sums = {backend.query(exp.select(exp.func("sum", exp.column("x"))).from_(
+        sqlrender.with_alias(table, "t")))[0] for table in tables.values()}
+    assert len(sums) == 1
+    # renamed where it is; built again and dropped inside a transaction that writes the file
+    backend.replace_table(backend.table("w_renamed"), tables["short"])
+    assert where("w_short") == [] and where("w_renamed") == [("temp", True)]
+    with backend.transaction(), backend.short_lived_tables(largest_bytes=1 << 20):
+        backend.materialize(backend.table("w_again"), exp.select("*").from_(
+            backend.table("w_renamed")), working=True)
+        backend.drop_table(tables["kept"])
+    assert where("w_again") == [("temp", True)]
+    for name in backend.table_names("w_"):  # as a failed run's cleanup drops its tables
+        backend.drop_table(backend.table(name))
+    assert backend.table_names("w_") == []
+    assert backend.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary",
+                           fetch=True) == [(0,)]
+    backend.close()
+
+
+def test_duckdb_stores_big_short_lived_working_tables_uncompressed_and_only_those(
+        tmp_path: Path) -> None:
+    """Where the block's largest tables would take more than a quarter of memory_limit, a
+    short-lived working table is the file's, stored uncompressed (DuckDB's compression is
+    work lost on a table read within a round or two); a working table outside the block, a
+    table built without ``working`` inside it, and every statement after keep DuckDB's own
+    choice, also after a short-lived table's statement fails."""
+    backend = open_database(f"duckdb:///{tmp_path / 'w.duckdb'}?memory_limit=64MB", "s")
     # Enough rows of small integers for whole row groups, which DuckDB would bitpack.
     rows = exp.select(exp.alias_(exp.column("range") % 1000, "x")).from_(
         exp.func("range", exp.Literal.number(300_000)))
     tables = {name: backend.table(f"w_{name}") for name in ("short", "kept", "working")}
-    with backend.short_lived_tables():
+    with backend.short_lived_tables(largest_bytes=17 << 20):  # a quarter of 64MB is 16MB
         backend.materialize(tables["short"], rows, working=True)
         backend.materialize(tables["kept"], rows)
         with pytest.raises(DatabaseError):
@@ -236,6 +291,8 @@ def test_duckdb_stores_short_lived_working_tables_uncompressed_and_only_those(
 
     assert methods(tables["short"]) == {"Uncompressed"}
     assert "Uncompressed" not in methods(tables["kept"]) | methods(tables["working"])
+    assert backend.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary",
+                           fetch=True) == [(0,)]
     sums = {backend.query(exp.select(exp.func("sum", exp.column("x"))).from_(table))[0]
             for table in tables.values()}
     assert len(sums) == 1

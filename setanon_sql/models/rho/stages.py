@@ -63,7 +63,7 @@ def run_stages(backend: Backend, context: RunContext, params: RhoParams, sens: e
         # itemset's key; PostgreSQL chose a merge join that sorted all 12M supports of whole
         # BMS-WebView-2 at --m 3 every round (20-30 s for a 54k-row delta, BENCHMARKS.md).
         with backend.whole_table_joins():
-            cur, rounds = suppressor.run(base, cur)
+            cur, rounds = suppressor.run(base, cur, rows)
         history += [{"stage": stage_q, **entry} for entry in rounds]
         stages.append({"qid_size": stage_q, "rows_enumerated": rows, "rounds": len(rounds),
                        "suppressed": sum(int(e.get("suppressed", 0)) for e in rounds),

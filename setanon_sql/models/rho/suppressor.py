@@ -161,15 +161,18 @@ class Suppressor:
     def _rho(self) -> dict[str, int]:
         return {"num": self.params.rho.numerator, "den": self.params.rho.denominator}
 
-    def run(self, base: exp.Table, start: exp.Table | None = None
+    def run(self, base: exp.Table, start: exp.Table | None, rows: int
             ) -> tuple[exp.Table, list[dict[str, Any]]]:
         """Suppress until safe; returns the final table and one history entry per round.
 
         ``base`` is T0 (leftover and H_dist compare with it); the rounds start from ``start``
-        (an earlier stage's output, dropped once replaced) or from ``base``. Every table of
-        the rounds is dropped within a round or two (:meth:`.Backend.short_lived_tables`).
+        (an earlier stage's output, dropped once replaced) or from ``base``. ``rows``: the
+        (record, itemset) rows a count of ``start`` enumerates (:func:`.check.check_stage`).
+        Every table of the rounds is dropped within a round or two, and the largest are
+        about as big as the levels: ``rows`` rows of at most ``width`` + 2 integers (part,
+        record_id, x1..; :meth:`.Backend.short_lived_tables`).
         """
-        with self.backend.short_lived_tables():
+        with self.backend.short_lived_tables(rows * (self.width + 2) * 8):
             return self._rounds(base, start)
 
     def _rounds(self, base: exp.Table, start: exp.Table | None
@@ -191,6 +194,7 @@ class Suppressor:
             report_shrinking("search", "unsafe rules", first_unsafe, int(n_unsafe), round_no)
             if int(n_unsafe) == 0 and not fresh and self.recount_at_end:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
+                backend.drop_table(rules)
                 supx, win, rules = self._count_all(cur, supx)
                 fresh = True
                 history.append({"round": round_no, "recount": True, "support_mismatches":
