@@ -69,20 +69,21 @@ class Backend(ABC):
                 tables = {key: self._where_stored(table) for key, table in tables.items()}
         return sqlrender.render(statement, self.dialect, tables)
 
+    def _stored_at(self, node: exp.Expr) -> exp.Table | None:
+        """Where ``node``, a table of setanon's schema stored elsewhere, is; else None."""
+        if not isinstance(node, exp.Table) or node.name not in self._stored_elsewhere:
+            return None
+        ours = node.db == self.schema and node.catalog in ("", self.catalog or "")
+        return self._stored_elsewhere[node.name] if ours else None
+
     def _where_stored(self, tree: Tree) -> Tree:
         """``tree`` with each table stored elsewhere replaced by where it is (alias kept);
         ``tree`` itself when it names none."""
-        def stored(node: exp.Expr) -> exp.Table | None:
-            if not isinstance(node, exp.Table) or node.name not in self._stored_elsewhere:
-                return None
-            ours = node.db == self.schema and node.catalog in ("", self.catalog or "")
-            return self._stored_elsewhere[node.name] if ours else None
-
-        if not any(stored(node) for node in tree.find_all(exp.Table)):
+        if not any(self._stored_at(node) for node in tree.find_all(exp.Table)):
             return tree
 
         def place(node: exp.Expr) -> exp.Expr:
-            where = stored(node)
+            where = self._stored_at(node)
             if where is None:
                 return node
             placed = where.copy()
@@ -162,8 +163,8 @@ class Backend(ABC):
     def drop_table(self, table: exp.Table) -> None:
         """Drop ``table`` if it exists."""
         self.run(exp.Drop(tables=[table.copy()], kind="TABLE", exists=True))
-        if table.db == self.schema:
-            self._stored_elsewhere.pop(table.name, None)
+        if self._stored_at(table) is not None:
+            del self._stored_elsewhere[table.name]
 
     def replace_table(self, target: exp.Table, source: exp.Table) -> None:
         """``target`` := ``source`` by renaming (``source`` is gone after): a table built as
@@ -172,7 +173,8 @@ class Backend(ABC):
         self.drop_table(target)
         self.run(exp.Alter(this=source.copy(), kind="TABLE", actions=[
             exp.AlterRename(this=exp.Table(this=identifier(target.name)))]))
-        if (moved := self._stored_elsewhere.pop(source.name, None)) is not None:
+        if (moved := self._stored_at(source)) is not None:
+            del self._stored_elsewhere[source.name]
             moved.set("this", identifier(target.name))
             self._stored_elsewhere[target.name] = moved
 

@@ -26,7 +26,7 @@ from setanon_sql.errors import (
     UsageError,
     one_line,
 )
-from setanon_sql.sqlrender import identifier
+from setanon_sql.sqlrender import identifier, qualified_table
 
 # DuckDB raises no SQLSTATE; its error classes map onto the standard classes, so a script sees
 # the same kind of code from both backends.
@@ -252,8 +252,9 @@ class DuckDBBackend(Backend):
         ``temp`` schema holds them all; they go with the connection at the latest.
         """
         if largest_bytes <= self._memory_limit() * SHORT_LIVED_IN_MEMORY_SHARE:
-            yield (exp.Table(this=identifier(target.name), db=identifier("main"),
-                             catalog=identifier("temp")), [exp.TemporaryProperty()])
+            temporary = qualified_table("main", target.name)
+            temporary.set("catalog", identifier("temp"))
+            yield temporary, [exp.TemporaryProperty()]
             return
         self.execute("SET force_compression = " + _literal("uncompressed"))
         try:

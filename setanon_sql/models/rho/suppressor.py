@@ -182,7 +182,7 @@ class Suppressor:
         self._build(istat0, "rho_istat0", tables={"base": base})
         cur = start if start is not None else base
         occurrences = int(backend.scalar("rho_count_rows", tables={"t": cur}))
-        supx, win, rules = self._count_all(cur, None)
+        supx, win, rules = self._count_all(cur, None, None)
         pointer, fresh = 0, True
         history: list[dict[str, Any]] = []
         first_unsafe = 0
@@ -194,8 +194,7 @@ class Suppressor:
             report_shrinking("search", "unsafe rules", first_unsafe, int(n_unsafe), round_no)
             if int(n_unsafe) == 0 and not fresh and self.recount_at_end:
                 # Alg. 1 l.13 on supports counted from scratch: the kept ones must agree.
-                backend.drop_table(rules)
-                supx, win, rules = self._count_all(cur, supx)
+                supx, win, rules = self._count_all(cur, supx, rules)
                 fresh = True
                 history.append({"round": round_no, "recount": True, "support_mismatches":
                                 self.mismatches,
@@ -232,9 +231,8 @@ class Suppressor:
             if recounted:
                 # Counted from scratch: the rules are those of the new table, ids included
                 # (:mod:`.rulekeep`), and a count that finds none ends the run (l.13).
-                backend.drop_table(rules)
                 backend.drop_table(supx)
-                supx, win, rules = self._count_all(cur, None)
+                supx, win, rules = self._count_all(cur, None, rules)
                 fresh = True
             history.append({"round": round_no, "buffer": pointer, "unsafe_rules": int(n_unsafe),
                             "suppressed": n_dels, "settle_steps": settle_steps,
@@ -245,10 +243,14 @@ class Suppressor:
             backend.drop_table(table)
         return cur, history
 
-    def _count_all(self, cur: exp.Table, kept: exp.Table | None
+    def _count_all(self, cur: exp.Table, kept: exp.Table | None, stale: exp.Table | None
                    ) -> tuple[exp.Table, exp.Table, exp.Table]:
-        """Supports, qid buffers and unsafe rules from scratch; compared with ``kept`` if any."""
+        """Supports, qid buffers and unsafe rules from scratch; compared with ``kept`` if any.
+        ``stale``: the rules they replace, dropped first (before the count: at 1M records the
+        two would not share the disk)."""
         backend = self.backend
+        if stale is not None:
+            backend.drop_table(stale)
         supx = self._recount(cur)
         if kept is not None:
             self.mismatches = int(backend.scalar(mismatch_query(kept, supx, self.width)))
