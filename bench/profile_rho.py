@@ -27,7 +27,7 @@ from setanon_sql.progress import Step, reporting_to
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data"
 FILES = {"bms1": DATA / "bms-webview-1/BMS1.dat", "bms2": DATA / "bms-webview-2/BMS2.dat",
          "retail": DATA / "retail/retail.dat"}
-TARGET = re.compile(r'(CREATE (?:UNLOGGED )?TABLE|CREATE INDEX\s+"[^"]+"\s+ON|UPDATE|'
+TARGET = re.compile(r'(CREATE (?:UNLOGGED |TEMPORARY )?TABLE|CREATE INDEX\s+"[^"]+"\s+ON|UPDATE|'
                     r'DROP TABLE IF EXISTS|ANALYZE)\s+'
                     r'(?:"[^"]+"\.)*"?r\d+_([a-z_]+?)(?:\d+[xr]?\d*)?"?(?:[\s(]|$)',
                     re.IGNORECASE)
