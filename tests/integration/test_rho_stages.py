@@ -80,12 +80,13 @@ def test_supports_rebuilt_or_updated_give_the_same_output(db: Backend, tmp_path:
     assert sum(rebuilds[0]) == 0 and all(n > 0 for n in rebuilds[1]), rebuilds
 
 
-def counted_supports(db: Backend, path: Path, text: str, sensitive: set[str]
+def counted_supports(db: Backend, path: Path, text: str, sensitive: set[str], width: int = 3
                      ) -> tuple[list[frozenset[str]], list[exp.Table], exp.Table, exp.Table,
                                 dict[int, str]]:
-    """Load ``text`` and count its supports of up to 3 items, the top level pruned to itemsets
-    with an item of ``sensitive`` (qids of up to 2 items): the records read by the oracle, the
-    levels, the support table, the sensitive item ids' table and each item id's label."""
+    """Load ``text`` and count its supports of up to ``width`` items, the top level pruned to
+    itemsets with an item of ``sensitive`` (qids of up to ``width`` - 1 items), from the table
+    ``t_cur`` (part, record_id, item_id): the records read by the oracle, the levels, the
+    support table, the sensitive item ids' table and each item id's label."""
     records = oracle.read_fimi(write(path, text))
     dataset = api.load_transactions(db, path, "d")
     items = db.table(dataset.items_table(dataset.set_attributes[0]))
@@ -97,7 +98,8 @@ def counted_supports(db: Backend, path: Path, text: str, sensitive: set[str]
     db.materialize(cur, exp.select(col("record_id"), col("item_id"),
                                    exp.Literal.number(0).as_("part", quoted=True))
                    .from_(items.copy()))
-    levels, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, 3, sens, 2)
+    levels, supx = build_supports(db, lambda purpose: db.table(f"t_{purpose}"), cur, width, sens,
+                                  width - 1)
     label = {int(item): str(name) for item, name in
              db.query(exp.select(col("item_id"), col("label")).from_(words.copy()))}
     return records, levels, supx, sens, label
@@ -344,6 +346,45 @@ def test_unsafe_rules_split_by_x_holders_are_every_unsafe_rule(
     assert set(got[True]) == set(want) == set(got[False])
     if fraction < Fraction(1, 2):
         assert any(sx == 1 and sq == 2 for _, _, sx, sq in want)
+
+
+@pytest.mark.parametrize("width", [3, 4])
+@pytest.mark.parametrize(("seed", "rho"), [(61, "0.3"), (62, "0.5"), (63, "0.7"), (64, "0.9")])
+def test_rules_of_qids_held_by_one_record_made_from_its_items_are_the_joins_rules(
+        db: Backend, tmp_path: Path, seed: int, rho: str, width: int) -> None:
+    """A count's unsafe rules with the rules of qids held by one record made from that
+    record's items (``qids.one_holder_rules_query``) are, row for row and column for column
+    (X, supports, qid buffer, X's holder), the rules of the joins of X with q alone, with and
+    without the split by X's holders, with qid buffers of a few qids each; and the oracle's."""
+    rng = random.Random(seed)
+    sensitive = {"1", "3", "4", "7", "9"}
+    records, _, supx, sens, label = counted_supports(  # sparse: many qids held by one record
+        db, tmp_path / "in.dat", random_baskets(rng, 30, 16, 7), sensitive, width)
+    fraction = Fraction(rho)
+    bound = {"num": fraction.numerator, "den": fraction.denominator}
+    win = db.table("t_win")
+    db.materialize(win, "rho_windows", {"m": width - 1, "b_max": 7}, {"supx": supx})
+    holders = qids.OneHolder(db.table("t_cur"), fraction)
+    columns = ["part", *(f"q{p}" for p in range(1, width)), "e", *qids.xs(width), "size", "sx",
+               "sq", "w", "xrec"]
+    got: dict[tuple[bool, bool], Counter[tuple[int, ...]]] = {}
+    for split in (True, False):
+        for made in (False, True):
+            query = qids.unnumbered_rules_query(supx, sens, win, width, width - 1, split,
+                                                holders if made else None)
+            got[(split, made)] = Counter(tuple(int(v) for v in row) for row in db.query(
+                exp.select(*(col(c) for c in columns)).from_(query.subquery("r")), bound))
+    assert len(set(map(frozenset, got.values()))) == 1 and len(
+        {sum(rules.values()) for rules in got.values()}) == 1, "different rules"
+    rules = got[(True, True)]
+    assert max(rules.values()) == 1
+    wanted = oracle.unsafe_rules(records, sensitive, fraction, m=width - 1)
+    assert {(frozenset(label[x] for x in row[1:width] if x), label[row[width]], row[-4],
+             row[-3]) for row in rules} == set(wanted)
+    assert sum(1 for row in rules if row[-3] == 1) > 10, "few qids held by one record"
+    assert len({row[-2] for row in rules}) > 1, "one qid buffer"
+    if fraction < Fraction(1, 2):
+        assert any(row[-4] == 1 and row[-3] == 2 for row in rules)
 
 
 def temporary_tables(db: Backend, backend_name: str) -> int:

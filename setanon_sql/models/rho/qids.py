@@ -13,6 +13,8 @@ the same support table, so the whole check is a few joins. Shared with the perso
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Literal
 
 from sqlglot import exp
@@ -123,7 +125,8 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
                        j: int, max_q: int, x_source: exp.Expr | None = None,
                        y_source: exp.Expr | None = None, counted: bool = True,
-                       holders: Holders | None = None) -> exp.Select:
+                       holders: Holders | None = None, shared_qids: bool = False
+                       ) -> exp.Select:
     """Rules whose consequent e is the j-th item of X; q is X without it.
 
     X is read from ``x_source`` (alias x) and q from ``y_source`` (alias y), by default both
@@ -132,7 +135,8 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     holding X when sup(X) = 1 (column ``xrec``, :func:`.choice.chosen_query`); otherwise
     ``xrec`` is NULL (after a subtraction the first record may no longer hold X).
     ``holders``: only the rules whose X is held by ``"one"`` record or by ``"many"`` (see
-    :func:`unnumbered_rules_query`); None, all.
+    :func:`unnumbered_rules_query`); None, all. ``shared_qids``: only the qids held by two
+    records or more (:func:`one_holder_rules_query` makes the others' rules).
     """
     q_source = [f"x{p}" for p in range(1, width + 1) if p != j]
     on_q = [col("part", "y").eq(col("part", "x"))]
@@ -164,6 +168,8 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
     q_size = exp.convert(min(max_q, width - 1))
     conditions = [col("size", "x") >= exp.Literal.number(2), col("size", "y") <= q_size, unsafe]
     two = exp.Literal.number(2)
+    if shared_qids and holders != "many":  # "many": sup(q) >= sup(X) >= 2 already
+        conditions.append(col("n", "y") >= two)
     if holders == "many":
         conditions.append(col("n", "x") >= two)
     elif holders == "one":
@@ -175,19 +181,22 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
 
 
 def unsafe_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
-                       max_q: int, split: bool) -> exp.Select:
+                       max_q: int, split: bool, holders: OneHolder | None = None
+                       ) -> exp.Select:
     """Every unsafe rule q -> e with |q| <= max_q, numbered by (part, e, X).
 
     Columns rule_id, part, q1..q_{width-1}, e, x1..x_width, size, sx = sup(q + {e}),
     sq = sup(q), w (the qid buffer of q; 0 without ``win``), xrec (the record holding X when
-    sx = 1, :func:`rules_for_position`). Needs ``:num`` and ``:den``. ``split``: see
-    :func:`unnumbered_rules_query`.
+    sx = 1, :func:`rules_for_position`). Needs ``:num`` and ``:den``. ``split`` and
+    ``holders``: see :func:`unnumbered_rules_query`.
     """
-    return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q, split), width)
+    return numbered_rules(unnumbered_rules_query(supx, sens, win, width, max_q, split, holders),
+                          width)
 
 
 def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | None,
-                           width: int, max_q: int, split: bool) -> exp.Query:
+                           width: int, max_q: int, split: bool,
+                           holders: OneHolder | None = None) -> exp.Query:
     """:func:`unsafe_rules_query` without rule_id: for a caller that only aggregates the
     rules, numbering them sorted them all for nothing.
 
@@ -200,12 +209,96 @@ def unnumbered_rules_query(supx: exp.Table, sens: exp.Table, win: exp.Table | No
     statement took 75.6 s with one join and 62.0 s split, the same rules (BENCHMARKS.md, prho).
     ``split`` False: one join per position, for an engine that plans the split worse; no
     default, so every caller passes its engine's :attr:`.Backend.split_rules_by_holders`.
+
+    ``holders``: the table the supports were just counted from, and ρ. The rules whose q one
+    record holds are then made from that record's items (:func:`one_holder_rules_query`),
+    and the joins above read only the qids held by two records or more.
     """
     kinds: tuple[Holders | None, ...] = ("one", "many") if split else (None,)
-    parts = [rules_for_position(supx, sens, win, width, j, max_q, holders=holders)
-             for j in range(1, width + 1) for holders in kinds]
-    query = union_all(parts)
-    return query
+    if holders is not None and holders.rho.denominator <= 2 * holders.rho.numerator:
+        # ρ >= 1/2: sup(X) = 1 is unsafe only with sup(q) = 1, all of them made from q's holder.
+        kinds = ("many",) if split else (None,)
+    parts: list[exp.Query] = [
+        rules_for_position(supx, sens, win, width, j, max_q, holders=kind,
+                           shared_qids=holders is not None)
+        for j in range(1, width + 1) for kind in kinds]
+    if holders is not None:
+        parts.append(one_holder_rules_query(supx, holders.cur, sens, win, width, max_q))
+    return union_all(parts)
+
+
+@dataclass(frozen=True)
+class OneHolder:
+    """What :func:`one_holder_rules_query` needs beside the supports: ``cur``, the table
+    (part, record_id, item_id) they were counted from (a count from scratch), and ρ."""
+
+    cur: exp.Table
+    rho: Fraction
+
+
+def one_holder_rules_query(supx: exp.Table, cur: exp.Table, sens: exp.Table,
+                           win: exp.Table | None, width: int, max_q: int) -> exp.Select:
+    """The unsafe rules q -> e whose q one record r holds, from r's items: the rows
+    :func:`rules_for_position` gives them, without joining any X.
+
+    sup(q) = 1 and e ∈ r \\ q mean sup(q + {e}) = 1 (r holds it, and no other record holds q),
+    so conf = 1 > ρ; and every rule with sup(q) = 1 is of that form. X = q + {e} is in the
+    supports (levels above ``max_q`` keep the itemsets holding a sensitive item), held by r
+    alone, so its ``first_rec`` (``xrec``) is r, q's ``first_rec``. The join of X with q
+    probed every itemset held by one record once per position of e (the largest level: at
+    the count of qids of 3 items on 1M Quest records, 94.6% of the 167M unsafe rules have
+    sup(q) = 1); this reads each qid held by one record once, with its record's items.
+    X's items in order: the items of q below e, then e, then the rest (``lt`` counts those
+    below; q pads with 0 after its items).
+    """
+    q_width = width - 1
+    e = col("item_id", "c")
+    below = [exp.Case(ifs=[exp.If(this=exp.and_(col(f"x{i}", "y") > exp.Literal.number(0),
+                                                 col(f"x{i}", "y") < e.copy()),
+                                  true=exp.Literal.number(1))],
+                      default=exp.Literal.number(0)) for i in range(1, q_width + 1)]
+    lt: exp.Expr = below[0]
+    for term in below[1:]:
+        lt = exp.Add(this=lt, expression=term)
+    inner = (exp.select(col("part", "y"), *(col(f"x{i}", "y").as_(f"q{i}", quoted=True)
+                                            for i in range(1, q_width + 1)),
+                        e.as_("e", quoted=True), lt.as_("lt", quoted=True),
+                        (col("size", "y") + exp.Literal.number(1)).as_("size", quoted=True),
+                        col("n", "y").as_("sx", quoted=True), col("n", "y").as_("sq", quoted=True),
+                        (col("w", "v") if win is not None else exp.Literal.number(0))
+                        .as_("w", quoted=True),
+                        col("first_rec", "y").as_("xrec", quoted=True))
+             .from_(with_alias(supx, "y"))
+             .join(with_alias(cur, "c"), on=exp.and_(
+                 col("record_id", "c").eq(col("first_rec", "y")),
+                 col("part", "c").eq(col("part", "y"))))
+             .join(with_alias(sens, "s"), on=col("item_id", "s").eq(e.copy())))
+    if win is not None:
+        inner = inner.join(with_alias(win, "v"), on=exp.and_(
+            col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
+    inner = inner.where(exp.and_(
+        col("n", "y").eq(exp.Literal.number(1)),
+        col("size", "y") <= exp.convert(min(max_q, q_width)),
+        *(col(f"x{i}", "y").neq(e.copy()) for i in range(1, q_width + 1)),
+        # conf = 1: unsafe iff ρ < 1 (den * 1 > num * 1).
+        placeholder("den") > placeholder("num")))
+
+    def x(p: int) -> exp.Expr:
+        """X's p-th item: q_p while p items of q are below e, e at lt + 1, then q_{p-1}."""
+        lt_at = col("lt", "h")
+        after = col(f"q{p - 1}", "h") if p > 1 else exp.Literal.number(0)
+        return exp.Case(ifs=[exp.If(this=lt_at >= exp.Literal.number(p),
+                                    true=col(f"q{p}", "h") if p <= q_width
+                                    else exp.Literal.number(0)),
+                             exp.If(this=lt_at.copy().eq(exp.Literal.number(p - 1)),
+                                    true=col("e", "h"))],
+                        default=after)
+
+    return exp.select(col("part", "h"), *(col(f"q{i}", "h") for i in range(1, q_width + 1)),
+                      col("e", "h"), *(x(p).as_(f"x{p}", quoted=True)
+                                       for p in range(1, width + 1)),
+                      col("size", "h"), col("sx", "h"), col("sq", "h"), col("w", "h"),
+                      col("xrec", "h")).from_(inner.subquery("h"))
 
 
 def numbered_rules(query: exp.Query, width: int) -> exp.Select:

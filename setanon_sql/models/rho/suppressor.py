@@ -53,6 +53,7 @@ from setanon_sql.models.rho.incremental import (
 from setanon_sql.models.rho.params import RhoParams
 from setanon_sql.models.rho.pickkey import pick_salt
 from setanon_sql.models.rho.qids import (
+    OneHolder,
     build_supports,
     numbered_rules,
     unnumbered_rules_query,
@@ -260,14 +261,16 @@ class Suppressor:
         # one qid, so every qid lands in buffer 0).
         b_max = self.params.b_max or max(1, self.support_rows)
         self._build(win, "rho_windows", {"m": self.max_q, "b_max": b_max}, {"supx": supx})
+        holders = OneHolder(cur, self.params.rho)
         if self.rule_filter is None:
             rules = self._rules(unsafe_rules_query(
                 supx, self.sens, win, self.width, self.max_q,
-                self.backend.split_rules_by_holders), None)
+                self.backend.split_rules_by_holders, holders), None)
             return supx, win, rules
         found = self._found(unnumbered_rules_query(supx, self.sens, win, self.width,
                                                    self.max_q,
-                                                   self.backend.split_rules_by_holders))
+                                                   self.backend.split_rules_by_holders,
+                                                   holders))
         rules = self._rules(numbered_rules(self.rule_filter.keep(found, self.width, counted=True),
                                            self.width), None, self.rule_filter.params())
         self.backend.drop_table(found)
