@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
@@ -394,6 +396,37 @@ def temporary_tables(db: Backend, backend_name: str) -> int:
         return 0
     return int(db.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary",
                           fetch=True)[0][0])
+
+
+def test_a_rounds_choice_is_stored_by_its_rules_and_the_counts_tables_by_the_stage(
+        db: Backend, backend_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a stage's tables too big for memory, a round's choice of occurrences (scores,
+    ranks, members, picks, dels) is still sized by its rules: on DuckDB in memory, while the
+    levels, supports and rules stay in the file; either way the output is the same."""
+    source = write(tmp_path / "in.dat", random_baskets(random.Random(82), 40, 9, 7))
+    dataset = api.load_transactions(db, source, "d")
+    params = {"rho": 0.6, "sensitive_fraction": 0.4, "m": 3}
+    api.anonymize(db, dataset, RHO, params, seed=82)
+    expected = published(db, dataset, api.get_run(db, dataset, "latest"), tmp_path)
+    placed: dict[str, set[bool]] = {}
+    storage = type(db).short_lived_storage
+
+    @contextmanager
+    def spied(self: Backend, target: exp.Table, largest_bytes: int
+              ) -> Iterator[tuple[exp.Table, list[exp.Expr]]]:
+        with storage(self, target, largest_bytes) as (stored, properties):
+            purpose = target.name.split("_", 1)[1].rstrip("0123456789")
+            placed.setdefault(purpose, set()).add(stored.catalog == "temp")
+            yield stored, properties
+
+    monkeypatch.setattr(type(db), "short_lived_storage", spied)
+    monkeypatch.setattr(suppressor.Suppressor, "_stage_bytes", lambda self, rows: 10**15)
+    api.anonymize(db, dataset, RHO, params, seed=82)
+    assert published(db, dataset, api.get_run(db, dataset, "latest"), tmp_path) == expected
+    rounds, counts = ("scores", "chosen", "found", "picks", "dels"), ("lvl", "supx", "rules")
+    in_memory = backend_name == "duckdb"
+    assert {p: placed[p] for p in rounds} == {p: {in_memory} for p in rounds}
+    assert {p: placed[p] for p in counts} == {p: {False} for p in counts}
 
 
 @pytest.mark.parametrize("model", ["rho", "prho"])

@@ -100,6 +100,8 @@ RECOUNT_PROBE_SHARE = 8
 COLLAPSE_ONE_HOLDER_RULES = True
 # The A/B switch of :meth:`Suppressor._members`' pair route (the same output either way).
 MEMBER_PAIR_ROUTE = True
+# Bytes per integer column of a working table, for the sizes passed to short_lived_tables.
+INTEGER_BYTES = 8
 WORK_TABLES = ("win", "istat", "cand", "scores", "chosen", "pivots", "found0", "found1",
                "picks", "blocked", "held", "held0", "held1", "open0", "open1", "rejected",
                "waiting0", "waiting1", "dels", "changed", "gone", "found_rules")
@@ -170,11 +172,30 @@ class Suppressor:
         (an earlier stage's output, dropped once replaced) or from ``base``. ``rows``: the
         (record, itemset) rows a count of ``start`` enumerates (:func:`.check.check_stage`).
         Every table of the rounds is dropped within a round or two, and the largest are
-        about as big as the levels: ``rows`` rows of at most ``width`` + 2 integers (part,
-        record_id, x1..; :meth:`.Backend.short_lived_tables`).
+        about as big as the levels (:meth:`_stage_bytes`, :meth:`.Backend.short_lived_tables`);
+        a round's choice of occurrences is sized by its rules (:meth:`_round_bytes`).
         """
-        with self.backend.short_lived_tables(rows * (self.width + 2) * 8):
+        with self.backend.short_lived_tables(self._stage_bytes(rows)):
             return self._rounds(base, start)
+
+    def _stage_bytes(self, rows: int) -> int:
+        """About the bytes of the stage's largest tables, its levels: ``rows`` (record,
+        itemset) rows of at most ``width`` + 2 integers (part, record_id, x1..)."""
+        return rows * (self.width + 2) * INTEGER_BYTES
+
+    def _round_bytes(self, rules: int) -> int:
+        """About the bytes of the largest tables :meth:`_sanitize` builds for ``rules``
+        unsafe rules: one row of 2 * ``width`` + 6 integers per rule (``scores``: rule_id,
+        part, sx, xrec, the items d of X, their N_s and H). The records of the chosen rules
+        may hold more rows; a table beyond its place's room spills, it is not lost.
+
+        On 1M Quest records (personalized prho, ``--m 3``, ``memory_limit=10GB``) every
+        stage's tables belong in the file (levels of 7.1 and 12.7 GB), but a round of stage 2
+        ranks at most 227k rules: with its own tables in memory, stage 2 took 394.6 s against
+        428.9 s, its members (``found``) 71.2 s against 97.6 s (one run each, BENCHMARKS.md,
+        prho). Stage 3's first round (82M rules) keeps its tables in the file.
+        """
+        return rules * (2 * self.width + 6) * INTEGER_BYTES
 
     def _rounds(self, base: exp.Table, start: exp.Table | None
                 ) -> tuple[exp.Table, list[dict[str, Any]]]:
@@ -207,8 +228,9 @@ class Suppressor:
                 break
             fresh = False
             pointer = int(at_or_after if at_or_after is not None else first)
-            dels, settle_steps, collapsed = self._sanitize(cur, istat0, rules, pointer,
-                                                           round_no)
+            with backend.short_lived_tables(self._round_bytes(int(n_unsafe))):
+                dels, settle_steps, collapsed = self._sanitize(cur, istat0, rules, pointer,
+                                                               round_no)
             n_dels = int(backend.scalar("rho_count_rows", tables={"t": dels}))
             if n_dels == 0:
                 raise RuntimeError(f"round {round_no} suppressed nothing although "
