@@ -20,6 +20,7 @@ from setanon_sql.models.prho.relevance import usable_rules_query
 from setanon_sql.models.rho.incremental import member_level_query, pivot_query
 from setanon_sql.models.rho.pickkey import pick_key, pick_salt
 from setanon_sql.models.rho.qids import (
+    OneHolder,
     build_supports,
     col,
     level_query,
@@ -72,7 +73,8 @@ def exact_rules(backend: Backend, table: TableFn, cur: exp.Table, constraint: Co
     # X = Q + {e} holds its consequent: the level above the largest Q keeps only the itemsets
     # that hold a possible consequent (the rho model's pruning, :func:`.qids.build_levels`).
     levels, supx = build_supports(backend, table, cur, width, conseq, max_q)
-    query = unsafe_rules_query(supx, conseq, None, width, max_q, backend.split_rules_by_holders)
+    query = unsafe_rules_query(supx, conseq, None, width, max_q, backend.split_rules_by_holders,
+                               OneHolder(cur, rho))
     # The supports joined with themselves on whole-table keys: PostgreSQL sorted them once per
     # position of e for merge joins (grocery-sized file, m = 5: the first round's joins took
     # 3.7 s, 2.1 s as hash joins), as in the rho model's search and check.

@@ -47,7 +47,7 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.generalization import Generalization
 from setanon_sql.models.rho.check import CheckShape
 from setanon_sql.models.rho.params import RhoParams
-from setanon_sql.models.rho.qids import build_supports, col, unsafe_rules_query
+from setanon_sql.models.rho.qids import OneHolder, build_supports, col, unsafe_rules_query
 from setanon_sql.models.rho.tdcgreedy import (
     rules_left_query,
     signatures_query,
@@ -130,7 +130,8 @@ class TDControl:
             levels, supx = build_supports(b, self.table, g, width, self.sens, max_q)
             rules = self.table("rules")
             b.materialize(rules, unsafe_rules_query(supx, self.sens, None, width, max_q,
-                                                    b.split_rules_by_holders),
+                                                    b.split_rules_by_holders,
+                                                    OneHolder(g, self.params.rho)),
                           {"num": self.params.rho.numerator, "den": self.params.rho.denominator})
             for table in (*levels, supx, g):
                 b.drop_table(table)
