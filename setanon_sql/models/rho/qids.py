@@ -247,7 +247,9 @@ def one_holder_rules_query(supx: exp.Table, cur: exp.Table, sens: exp.Table,
     alone, so its ``first_rec`` (``xrec``) is r, q's ``first_rec``. The join of X with q
     probed every itemset held by one record once per position of e (the largest level: at
     the count of qids of 3 items on 1M Quest records, 94.6% of the 167M unsafe rules have
-    sup(q) = 1); this reads each qid held by one record once, with its record's items.
+    sup(q) = 1); this reads each qid held by one record once, with its record's items. That
+    stage's unsafe rules took 114.9 s before and 46.4-47.0 s so, the same output (personalized
+    prho, ``--m 3``; BENCHMARKS.md, prho).
     X's items in order: the items of q below e, then e, then the rest (``lt`` counts those
     below; q pads with 0 after its items).
     """

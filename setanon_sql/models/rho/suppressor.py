@@ -192,8 +192,8 @@ class Suppressor:
         On 1M Quest records (personalized prho, ``--m 3``, ``memory_limit=10GB``) every
         stage's tables belong in the file (levels of 7.1 and 12.7 GB), but a round of stage 2
         ranks at most 227k rules: with its own tables in memory, stage 2 took 394.6 s against
-        428.9 s, its members (``found``) 71.2 s against 97.6 s (one run each, BENCHMARKS.md,
-        prho). Stage 3's first round (82M rules) keeps its tables in the file.
+        417.0 s, its members (``found``) 71.2 s against 96.4 s (one run each, the same day,
+        BENCHMARKS.md, prho). Stage 3's first round (82M rules) keeps its tables in the file.
         """
         return rules * (2 * self.width + 6) * INTEGER_BYTES
 
