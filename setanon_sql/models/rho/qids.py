@@ -122,6 +122,20 @@ def supports_query(levels: list[exp.Table], width: int) -> exp.Select:
     return exp.select("*").from_(query.subquery("u"))
 
 
+def qid_buffer(win: exp.Table | None) -> exp.Expr:
+    """The column ``w``: the qid buffer of q (alias y), read by :func:`with_qid_buffer`; 0
+    without ``win``."""
+    return (col("w", "v") if win is not None else exp.Literal.number(0)).as_("w", quoted=True)
+
+
+def with_qid_buffer(query: exp.Select, win: exp.Table | None) -> exp.Select:
+    """``query`` joined with ``win`` (alias v) at q's (alias y) first record, if any."""
+    if win is None:
+        return query
+    return query.join(with_alias(win, "v"), on=exp.and_(
+        col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
+
+
 def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, width: int,
                        j: int, max_q: int, x_source: exp.Expr | None = None,
                        y_source: exp.Expr | None = None, counted: bool = True,
@@ -148,16 +162,13 @@ def rules_for_position(supx: exp.Table, sens: exp.Table, win: exp.Table | None, 
                         *(col(x, "x") for x in xs(width)),
                         col("size", "x"), col("n", "x").as_("sx", quoted=True),
                         col("n", "y").as_("sq", quoted=True),
-                        (col("w", "v") if win is not None else exp.Literal.number(0))
-                        .as_("w", quoted=True),
+                        qid_buffer(win),
                         (col("first_rec", "x") if counted
                          else exp.cast(exp.null(), "BIGINT")).as_("xrec", quoted=True))
              .from_(x_source or with_alias(supx, "x"))
              .join(with_alias(sens, "s"), on=col("item_id", "s").eq(col(f"x{j}", "x")))
              .join(y_source or with_alias(supx, "y"), on=exp.and_(*on_q)))
-    if win is not None:
-        query = query.join(with_alias(win, "v"), on=exp.and_(
-            col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
+    query = with_qid_buffer(query, win)
     # Def.: unsafe iff sup(q + {e}) / sup(q) > ρ = num / den, in integers.
     unsafe = (placeholder("den") * col("n", "x")) > (placeholder("num") * col("n", "y"))
     # y is q itself: its first width - 1 items are q's, and an itemset of fewer than width
@@ -267,17 +278,14 @@ def one_holder_rules_query(supx: exp.Table, cur: exp.Table, sens: exp.Table,
                         e.as_("e", quoted=True), lt.as_("lt", quoted=True),
                         (col("size", "y") + exp.Literal.number(1)).as_("size", quoted=True),
                         col("n", "y").as_("sx", quoted=True), col("n", "y").as_("sq", quoted=True),
-                        (col("w", "v") if win is not None else exp.Literal.number(0))
-                        .as_("w", quoted=True),
+                        qid_buffer(win),
                         col("first_rec", "y").as_("xrec", quoted=True))
              .from_(with_alias(supx, "y"))
              .join(with_alias(cur, "c"), on=exp.and_(
                  col("record_id", "c").eq(col("first_rec", "y")),
                  col("part", "c").eq(col("part", "y"))))
              .join(with_alias(sens, "s"), on=col("item_id", "s").eq(e.copy())))
-    if win is not None:
-        inner = inner.join(with_alias(win, "v"), on=exp.and_(
-            col("part", "v").eq(col("part", "y")), col("first_rec", "v").eq(col("first_rec", "y"))))
+    inner = with_qid_buffer(inner, win)
     inner = inner.where(exp.and_(
         col("n", "y").eq(exp.Literal.number(1)),
         col("size", "y") <= exp.convert(min(max_q, q_width)),
@@ -289,12 +297,10 @@ def one_holder_rules_query(supx: exp.Table, cur: exp.Table, sens: exp.Table,
         """X's p-th item: q_p while p items of q are below e, e at lt + 1, then q_{p-1}."""
         lt_at = col("lt", "h")
         after = col(f"q{p - 1}", "h") if p > 1 else exp.Literal.number(0)
-        return exp.Case(ifs=[exp.If(this=lt_at >= exp.Literal.number(p),
-                                    true=col(f"q{p}", "h") if p <= q_width
-                                    else exp.Literal.number(0)),
-                             exp.If(this=lt_at.copy().eq(exp.Literal.number(p - 1)),
-                                    true=col("e", "h"))],
-                        default=after)
+        ifs = [exp.If(this=lt_at.copy().eq(exp.Literal.number(p - 1)), true=col("e", "h"))]
+        if p <= q_width:  # lt never exceeds q's width
+            ifs.insert(0, exp.If(this=lt_at >= exp.Literal.number(p), true=col(f"q{p}", "h")))
+        return exp.Case(ifs=ifs, default=after)
 
     return exp.select(col("part", "h"), *(col(f"q{i}", "h") for i in range(1, q_width + 1)),
                       col("e", "h"), *(x(p).as_(f"x{p}", quoted=True)
