@@ -224,8 +224,8 @@ def test_sizes_steered_by_enumeration_meet_epsilon(db: Backend, tmp_path: Path,
 def test_too_dear_to_enumerate_the_samples_steer(db: Backend, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  seed: int) -> None:
-    # A budget of 0 rows: enumeration never steers, the sampled path of Alg. 2 does.
-    monkeypatch.setattr(sampled, "ROW_COST", 0)
+    # A sample priced at 0 rows: enumeration never steers, the sampled path of Alg. 2 does.
+    monkeypatch.setattr(exactcheck, "SAMPLE_ROWS", (0,))
     data, hierarchy = random_case(tmp_path, seed)
     k, sigma = 3, 0.85
     dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k=str(k), m=2,
@@ -241,10 +241,10 @@ def test_too_dear_to_enumerate_the_samples_steer(db: Backend, tmp_path: Path,
 
 def _pilot_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """One pass dearer than the first pool at every size, yet within FAILING_POOLS of it: each
-    size draws a pilot part first. No certificate is tried before it (exactcheck's price 0)."""
-    monkeypatch.setattr(sampled, "ROW_COST", 1e-9)
+    size draws a pilot part first. No certificate is tried before it (a sample priced at a
+    billionth of a row: only an empty enumeration costs less than the samples)."""
+    monkeypatch.setattr(exactcheck, "SAMPLE_ROWS", (1e-9,))
     monkeypatch.setattr(sampled, "FAILING_POOLS", 10**15)
-    monkeypatch.setattr(exactcheck, "ROW_COST", 0)
 
 
 @pytest.mark.on_spark(seeds=[1])

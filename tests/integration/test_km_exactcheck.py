@@ -227,19 +227,19 @@ def test_verify_of_a_sampled_run_enumerates_where_cheaper(db: Backend, tmp_path:
 def test_verify_prices_a_sample_by_its_size(db: Backend, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # A size is enumerated while its rows cost no more than its samples at the size's price
-    # (verify.sample_price); priced at nothing, the same run's sizes are sampled instead, and
-    # both ways pass.
-    from setanon_sql.models.km import verify
+    # (exactcheck.sample_price); priced at nothing, the same run's sizes are sampled instead,
+    # and both ways pass.
+    from setanon_sql.models.km import exactcheck
 
     data, hierarchy = random_case(tmp_path, 9)
     dataset, run, _, _ = run_km(db, data, hierarchy, tmp_path, k="3", m=2, sigma="0.85",
                                 certify="samples")
-    monkeypatch.setattr(verify, "VERIFY_ROWS_PER_SAMPLE", (10**6, 0))
+    monkeypatch.setattr(exactcheck, "SAMPLE_ROWS", (10**6, 0))
     verdict = api.verify(db, dataset, run)
     assert verdict.ok
     assert str(verdict.details["size 1"]).startswith("enumerated")
     assert str(verdict.details["size 2"]).startswith("sampled")
-    monkeypatch.setattr(verify, "VERIFY_ROWS_PER_SAMPLE", (0,))
+    monkeypatch.setattr(exactcheck, "SAMPLE_ROWS", (0,))
     verdict = api.verify(db, dataset, run)
     assert verdict.ok
     assert all(str(verdict.details[f"size {ell}"]).startswith("sampled") for ell in (1, 2))

@@ -34,7 +34,7 @@ from setanon_sql.progress import report_shrinking
 
 
 def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
-                         budget: int) -> list[dict[str, Any]] | None:
+                         budget: float) -> list[dict[str, Any]] | None:
     """Rounds of enumerate-then-merge on size ``exact.ell`` until the certificate holds (the
     history, its last entry certifying) or a round would enumerate more than ``budget`` rows
     (None: the rounds made so far are in ``exact.steered``; the caller samples on).

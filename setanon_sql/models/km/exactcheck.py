@@ -42,12 +42,12 @@ randomness, so it selects nothing among the samples.
 
 When: the check enumerates Σ_r Σ_{j <= ℓ} C(|g_r|, j) rows (|g_r| = nodes of record r under the
 cut), known before it runs from one aggregate of <R, D>. It runs when that is below
-ROW_COST × the samples the pool would draw next, and at most MAX_EXACT_ROWS. On a fine cut
-(long generalized records) it is skipped; as merges shorten the records it becomes cheap, and
-at σ = 0.999 (5,866,617 samples per pool) it is cheap long before the pool would be. That price
-is a full enumeration's; only the first try of a size pays it. The violating images are kept
-(:class:`.imagetrack.ImageTracker`), and a later try, on a cut the merges changed since,
-enumerates only the records holding a changed node (the images are those of a full
+:func:`sample_price` × the samples the pool would draw next, and at most MAX_EXACT_ROWS. On a
+fine cut (long generalized records) it is skipped; as merges shorten the records it becomes
+cheap, and at σ = 0.999 (5,866,617 samples per pool) it is cheap long before the pool would be.
+That price is a full enumeration's; only the first try of a size pays it. The violating images
+are kept (:class:`.imagetrack.ImageTracker`), and a later try, on a cut the merges changed
+since, enumerates only the records holding a changed node (the images are those of a full
 enumeration: tests compare them).
 """
 
@@ -75,17 +75,32 @@ from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
 
-# Enumerated itemset rows that cost about as much as drawing and checking one sample (rejection
-# step, ℓ positions, supports of the proposals, generalization, supports of the pool). Measured
-# on BMS-WebView-2 (DuckDB, 2 cores): see BENCHMARKS.md, σ-k^m at scale.
-ROW_COST = 200
+# Enumerated itemset rows of size ℓ that cost about as much as drawing and checking one sample
+# (a position draw, the proposal's support in D, its generalization, the support of its
+# image), for ℓ = 1..7 (above 7 as at 7). A sample costs about the same at every size (65-95 µs
+# on DuckDB), while an enumerated row gets dearer with ℓ (images of every size up to ℓ, each
+# with an inclusion-exclusion count of up to 2^size terms): 44 ns at ℓ = 3 and 83 ns at ℓ = 4
+# on Retail, 170-380 ns at ℓ = 5-7 on CDR-like users. The break-even points, about 1,500 /
+# 1,100 / 430 / 550 / 250 rows a sample at ℓ = 3..7, are set a little lower here
+# (BENCHMARKS.md, σ-k^m at scale: "The price of a sample by its size"). One price of 200 rows
+# at every size (measured on BMS-WebView-2) sent Retail's sizes 3 and 4 to samples where
+# enumerating was the cheaper check, and the certain one.
+SAMPLE_ROWS: tuple[float, ...] = (1_200, 1_200, 1_200, 800, 400, 400, 200)
+
+
+def sample_price(ell: int) -> float:
+    """Enumerated rows of size ``ell`` that cost about as much as one sample (SAMPLE_ROWS)."""
+    return SAMPLE_ROWS[min(ell, len(SAMPLE_ROWS)) - 1]
+
+
 # A size whose first pool fails costs far more than that pool: the re-checks of its violators
 # after each merge, then a new pool drawn in parts (Retail, k = 10, m = 3: 1,394 of the first
 # 45,845 samples of size 3 violate, six merge rounds, then a pool of five parts). Where one
-# enumeration pass costs more than ROW_COST rows a sample of the first pool but at most
-# FAILING_POOLS times that, a pilot part decides (:func:`.sampled.enforce_sampled`): a
+# enumeration pass costs more than the first pool's samples at :func:`sample_price` but at
+# most FAILING_POOLS times that, a pilot part decides (:func:`.sampled.enforce_sampled`): a
 # violator in it, and the size is steered by enumeration; a clean pilot is the pool's first
-# part. 5 (ROW_COST 1,000 for such sizes): BENCHMARKS.md, σ-k^m at scale.
+# part. 5 (1,000 rows a sample, when one price of 200 held for every size): BENCHMARKS.md,
+# σ-k^m at scale.
 FAILING_POOLS = 5
 MAX_EXACT_ROWS = 200_000_000  # one check's self-join rows (its memory)
 
@@ -248,7 +263,7 @@ class ExactCheck:
         if self.tried_version == self.gen.version:
             return False
         return enumeration_rows(generalized_lengths, self.ell) <= min(
-            MAX_EXACT_ROWS, ROW_COST * samples)
+            MAX_EXACT_ROWS, sample_price(self.ell) * samples)
 
     def certifies(self, generalized_lengths: list[tuple[int, int]]) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)

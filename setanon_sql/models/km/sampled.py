@@ -83,8 +83,8 @@ from setanon_sql.models.km.enumsteer import steer_by_enumeration
 from setanon_sql.models.km.exactcheck import (
     FAILING_POOLS,
     MAX_EXACT_ROWS,
-    ROW_COST,
     ExactCheck,
+    sample_price,
 )
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
@@ -325,7 +325,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
     if exact is not None:
         # While one enumeration costs less than the first pool, it steers the merges itself
         # (:mod:`.enumsteer`); past that, the samples go on from the cut it reached.
-        first_pool = ROW_COST * min(rule.gamma, WHOLE_MAX)  # in enumerated rows
+        first_pool = sample_price(ell) * min(rule.gamma, WHOLE_MAX)  # enumerated rows
         steered = steer_by_enumeration(exact, error, batch, min(MAX_EXACT_ROWS, first_pool))
         if steered is not None:
             return steered

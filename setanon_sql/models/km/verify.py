@@ -6,12 +6,11 @@ run did not use) and decide ``share of itemsets whose generalization has support
 <= 1 - σ_ℓ`` with one-sided Clopper-Pearson bounds at confidence 1 - VERIFY_DELTA: passed when
 the upper bound is within the limit, failed when the lower bound is above it, else
 inconclusive (not published). Before sampling, a sampled size is enumerated where that is
-cheaper than its γ samples (priced by :data:`VERIFY_ROWS_PER_SAMPLE`; :mod:`.exactcheck`, the
-search's certificate recomputed from the
-original items and the published mapping): it passes, with certainty, when no image of an
-ℓ-itemset of D is below k_ℓ, or when the bounded share of Ω^ℓ that is, is <= 1 - σ_ℓ; else
-the fresh samples decide. The published rows must also be exactly the original rows under
-``map_<attr>``.
+cheaper than its γ samples (priced by :func:`.exactcheck.sample_price`; :mod:`.exactcheck`,
+the search's certificate recomputed from the original items and the published mapping): it
+passes, with certainty, when no image of an ℓ-itemset of D is below k_ℓ, or when the bounded
+share of Ω^ℓ that is, is <= 1 - σ_ℓ; else the fresh samples decide. The published rows must
+also be exactly the original rows under ``map_<attr>``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,12 @@ from setanon_sql.catalog import Attribute, Dataset, Run
 from setanon_sql.errors import UsageError
 from setanon_sql.io.published import Published, published
 from setanon_sql.models.base import Verification
-from setanon_sql.models.km.exactcheck import MAX_EXACT_ROWS, ShareBound, share_bounds
+from setanon_sql.models.km.exactcheck import (
+    MAX_EXACT_ROWS,
+    ShareBound,
+    sample_price,
+    share_bounds,
+)
 from setanon_sql.models.km.itemsets import enumeration_joins, enumeration_rows, violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
@@ -35,23 +39,6 @@ from setanon_sql.names import staging_table
 from setanon_sql.stats.binomial import decide
 
 VERIFY_DELTA = 0.01  # a sampled size's verdict holds with confidence 0.99
-
-# What one of verify's fresh samples costs, in enumerated itemset rows of its size ℓ
-# (ℓ = 1..7; above 7 as at 7). A sample costs about the same at every size (65-95 µs on
-# DuckDB: a position draw, the proposal's support in D, its generalization, the support of
-# its image), while an enumerated row gets dearer with ℓ (images of every size up to ℓ, each
-# with an inclusion-exclusion count of up to 2^size terms): 44 ns at ℓ = 3 and 83 ns at ℓ = 4
-# on Retail, 170-380 ns at ℓ = 5-7 on CDR-like users. The break-even points, about 1,500 /
-# 1,100 / 430 / 550 / 250 rows a sample at ℓ = 3..7, are set a little lower here
-# (BENCHMARKS.md, σ-k^m at scale: "Verify's price of a sample"). Below the price the
-# enumeration is the cheaper check as well as the certain one. The search prices its own
-# samples (:data:`.exactcheck.ROW_COST`), which also steer its merges.
-VERIFY_ROWS_PER_SAMPLE = (1_200, 1_200, 1_200, 800, 400, 400, 200)
-
-
-def sample_price(ell: int) -> int:
-    """Enumerated rows of size ``ell`` that cost about as much as one fresh sample."""
-    return VERIFY_ROWS_PER_SAMPLE[min(ell, len(VERIFY_ROWS_PER_SAMPLE)) - 1]
 
 
 def run_tables(backend: Backend, dataset: Dataset, attribute: Attribute,
