@@ -76,13 +76,13 @@ from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_sha
 from setanon_sql.sqlrender import with_alias
 
 # Enumerated itemset rows of size ℓ that cost about as much as drawing and checking one sample
-# (a position draw, the proposal's support in D, its generalization, the support of its
-# image), for ℓ = 1..7 (above 7 as at 7). A sample costs about the same at every size (65-95 µs
+# (its draw, the proposal's support in D, its generalization, the support of its image), for
+# ℓ = 1..7 (above 7 as at 7). A sample costs about the same at every size (65-95 µs
 # on DuckDB), while an enumerated row gets dearer with ℓ (images of every size up to ℓ, each
 # with an inclusion-exclusion count of up to 2^size terms): 44 ns at ℓ = 3 and 83 ns at ℓ = 4
 # on Retail, 170-380 ns at ℓ = 5-7 on CDR-like users. The break-even points, about 1,500 /
 # 1,100 / 430 / 550 / 250 rows a sample at ℓ = 3..7, are set a little lower here
-# (BENCHMARKS.md, σ-k^m at scale: "The price of a sample by its size"). One price of 200 rows
+# (BENCHMARKS.md, km, "Built (stop 83): the price of a sample by its size"). One price of 200 rows
 # at every size (measured on BMS-WebView-2) sent Retail's sizes 3 and 4 to samples where
 # enumerating was the cheaper check, and the certain one.
 SAMPLE_ROWS: tuple[float, ...] = (1_200, 1_200, 1_200, 800, 400, 400, 200)
