@@ -105,6 +105,14 @@ FAILING_POOLS = 5
 MAX_EXACT_ROWS = 200_000_000  # one check's self-join rows (its memory)
 
 
+def cheaper_than_samples(lengths: list[tuple[int, int]], ell: int, samples: float) -> bool:
+    """Whether enumerating the ℓ-itemsets of records with these (nodes, records) ``lengths``
+    costs no more than ``samples`` samples at :func:`sample_price`, within MAX_EXACT_ROWS: the
+    one rule by which the search's certificate (:meth:`ExactCheck.worth`) and verify
+    (:func:`.verify.enumerated_shares`) choose enumeration over samples."""
+    return enumeration_rows(lengths, ell) <= min(MAX_EXACT_ROWS, sample_price(ell) * samples)
+
+
 # |Ω^ℓ| is counted exactly (distinct ℓ-itemsets of D) when that enumerates at most OMEGA_ROWS
 # rows: on BMS-WebView-2 every 2-itemset (2.1 M rows, 722,045 distinct, where the longest
 # record alone gives C(161, 2) = 12,880). Above, a Bonferroni bound over the OMEGA_RECORDS
@@ -262,8 +270,7 @@ class ExactCheck:
         the merges since touched (:meth:`certifies`): the price bounds what it costs."""
         if self.tried_version == self.gen.version:
             return False
-        return enumeration_rows(generalized_lengths, self.ell) <= min(
-            MAX_EXACT_ROWS, sample_price(self.ell) * samples)
+        return cheaper_than_samples(generalized_lengths, self.ell, samples)
 
     def certifies(self, generalized_lengths: list[tuple[int, int]]) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)

@@ -24,13 +24,8 @@ from setanon_sql.catalog import Attribute, Dataset, Run
 from setanon_sql.errors import UsageError
 from setanon_sql.io.published import Published, published
 from setanon_sql.models.base import Verification
-from setanon_sql.models.km.exactcheck import (
-    MAX_EXACT_ROWS,
-    ShareBound,
-    sample_price,
-    share_bounds,
-)
-from setanon_sql.models.km.itemsets import enumeration_joins, enumeration_rows, violation_count
+from setanon_sql.models.km.exactcheck import ShareBound, cheaper_than_samples, share_bounds
+from setanon_sql.models.km.itemsets import enumeration_joins, violation_count
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
@@ -137,8 +132,7 @@ def enumerated_shares(backend: Backend, original: dict[str, Any],
                             {"items": original["items"], "cut": cut})
         lengths = record_lengths(backend, counts)
         cheap = {ell: k for ell, (k, samples) in sizes.items()
-                 if enumeration_rows(lengths, ell)
-                 <= min(MAX_EXACT_ROWS, sample_price(ell) * samples)}
+                 if cheaper_than_samples(lengths, ell, samples)}
         if not cheap:
             return {}
         return share_bounds(backend, counts, original["items"], cheap, scratch,
