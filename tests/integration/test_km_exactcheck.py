@@ -6,12 +6,13 @@ size certified this way meets σ by the oracle's exact share."""
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sqlglot import exp
 
@@ -21,7 +22,9 @@ from setanon_sql.io.published import published
 from setanon_sql.models import require_model
 from setanon_sql.models.km.exactcheck import share_bound, share_bounds
 from setanon_sql.models.km.itemsets import (
+    MAX_COMPOSITIONS,
     MAX_EXACT_TERMS_SIZE,
+    compositions,
     exact_cover_count,
     image_violations,
 )
@@ -47,6 +50,28 @@ def test_violating_images_and_their_bound_match_the_oracle(db: Backend, tmp_path
                                                             seed: int, ell: int, k: int,
                                                             nodes: int) -> None:
     data, _ = random_case(tmp_path, seed)
+    _images_match_the_oracle(db, data, seed, ell, k, nodes)
+
+
+@pytest.mark.parametrize(("seed", "ell", "k", "nodes"), [(11, 8, 8, 12), (12, 9, 8, 12)])
+def test_the_bound_counts_images_of_more_than_six_nodes(db: Backend, tmp_path: Path,
+                                                        seed: int, ell: int, k: int,
+                                                        nodes: int) -> None:
+    # Long records, so that images of 7 and more nodes below ℓ violate: their itemsets are
+    # counted by compositions (C(cover, ℓ) bounded them until stop 84, far above the count).
+    rng = random.Random(seed)
+    lines = [" ".join(map(str, sorted(rng.sample(range(1, 17), rng.randint(6, 13)))))
+             for _ in range(rng.randint(18, 26))]
+    data = tmp_path / f"long{seed}.dat"
+    data.write_text("\n".join(lines) + "\n")
+    sizes = _images_match_the_oracle(db, data, seed, ell, k, nodes)
+    assert max(sizes) > MAX_EXACT_TERMS_SIZE  # the composition count was exercised
+
+
+def _images_match_the_oracle(db: Backend, data: Path, seed: int, ell: int, k: int,
+                             nodes: int) -> set[int]:
+    """The violating images of ℓ-itemsets under a cut of ``data`` into ``nodes`` nodes, and
+    their bound, against a brute force over Ω^ℓ; returns the sizes of the violating images."""
     dataset = api.load_transactions(db, data, f"x{seed}")
     attribute = dataset.set_attributes[0]
     items, dictionary = (db.table(dataset.items_table(attribute)),
@@ -78,6 +103,7 @@ def test_violating_images_and_their_bound_match_the_oracle(db: Backend, tmp_path
     assert images > 0 or all(support[i] >= k for i in support)  # zero images: nothing below k
     for table in (cut, counts):
         db.drop_table(table)
+    return {len(image) for image in bad_images}
 
 
 @pytest.mark.parametrize(("seed", "nodes"), [(1, 8), (4, 5), (6, 12)])
@@ -247,19 +273,32 @@ def test_verify_prices_a_sample_by_its_size(db: Backend, tmp_path: Path,
 
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(counts=st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=7),
-       ell=st.integers(min_value=1, max_value=8))
+@given(counts=st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=9),
+       ell=st.integers(min_value=1, max_value=11))
 def test_cover_count_is_the_number_of_subsets_touching_every_node(db: Backend,
                                                                    counts: list[int],
                                                                    ell: int) -> None:
     # The per-holder term of the bound: ℓ-subsets of the items (c_i under node i) that hold
-    # an item under every node; exact up to MAX_EXACT_TERMS_SIZE nodes, an upper bound above.
+    # an item under every node; exact by inclusion-exclusion (up to MAX_EXACT_TERMS_SIZE
+    # nodes) or by compositions (up to MAX_COMPOSITIONS of them), an upper bound past both.
     items = [node for node, c in enumerate(counts) for _ in range(c)]
+    assume(len(items) <= 18)  # the brute force below stays small
     brute = sum(1 for chosen in combinations(range(len(items)), ell)
                 if {items[i] for i in chosen} == set(range(len(counts))))
     value = float(db.scalar(exp.select(exact_cover_count(
         [exp.Literal.number(c) for c in counts], ell))))
-    if len(counts) <= MAX_EXACT_TERMS_SIZE:
+    size = len(counts)
+    if size <= MAX_EXACT_TERMS_SIZE or math.comb(ell - 1, size - 1) <= MAX_COMPOSITIONS:
         assert value == pytest.approx(brute)
     else:
         assert value >= brute
+
+
+def test_compositions_are_every_split_into_positive_parts() -> None:
+    # Σ over them of Π C(c_i, a_i) is the count above; each split once, C(total - 1, parts - 1).
+    for total in range(1, 9):
+        for parts in range(1, 10):
+            found = list(compositions(total, parts))
+            assert len(found) == len(set(found)) == (math.comb(total - 1, parts - 1)
+                                                    if parts <= total else 0)
+            assert all(len(a) == parts and min(a) >= 1 and sum(a) == total for a in found)

@@ -20,8 +20,10 @@ A few violating images may still be a share of Ω^ℓ that σ allows. The check 
 without sampling: the ℓ-itemsets of D whose image is a violating G lie in G's holders (fewer
 than k records), and a holder r with c_i items under G's i-th node holds
 Σ_{S ⊆ G} (-1)^{|G| - |S|} C(Σ_{i ∈ S} c_i, ℓ) ℓ-subsets whose image is exactly G
-(inclusion-exclusion; :func:`.itemsets.exact_cover_count`). Summed over violating images and
-holders this is an upper bound B on the violating itemsets of Ω^ℓ. (Where :mod:`.enumsteer`
+(inclusion-exclusion), which is also Σ over a_i >= 1 with Σ a_i = ℓ of Π_i C(c_i, a_i) (a_i
+items under G's i-th node); :func:`.itemsets.exact_cover_count` takes the form with fewer
+terms, and C(Σ c_i, ℓ), larger, only where both have too many. Summed over violating images
+and holders this is an upper bound B on the violating itemsets of Ω^ℓ. (Where :mod:`.enumsteer`
 steers by the same pass, an image smaller than ℓ counts Σ C(cover, ℓ) instead: larger still,
 one binomial per row.) |Ω^ℓ| is bounded from below by :func:`omega_floor`: counted exactly
 where that enumerates at most OMEGA_ROWS rows, else the larger of C(|r|, ℓ) for the longest

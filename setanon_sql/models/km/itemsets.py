@@ -3,7 +3,7 @@
 The shape depends on ℓ, so these are expressions rather than named statements. Items of an
 itemset are joined in increasing id order, so every itemset of a record appears exactly once.
 
-The trees grow with ℓ (2^size terms a row in :func:`exact_cover_count`, ℓ parts of ℓ joins in
+The trees grow with ℓ (up to 256 terms a row in :func:`exact_cover_count`, ℓ parts of ℓ joins in
 :func:`violating_image_rows`), and sqlglot's builders copy their receiver by default: built that
 way, one statement of ℓ = 11 took 1-1.5 s of Python, 2.6 s for verify's (nearly all of it
 deep copies), and the search builds one every round. So the builders here grow their own
@@ -12,7 +12,7 @@ fresh trees in place (``copy=False``); a node placed twice is copied (one parent
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from math import comb
 from typing import TYPE_CHECKING, NamedTuple
@@ -335,9 +335,16 @@ def _as_double(value: exp.Expr) -> exp.Cast:
     return exp.Cast(this=value, to=_DOUBLE.copy())
 
 
-# Above this size an image's ℓ-itemsets are bounded by C(cover, ℓ) rather than counted by
-# inclusion-exclusion over its nodes (2^size terms).
+# An image's ℓ-itemsets held by one record are counted by the form with fewer terms:
+# inclusion-exclusion over its nodes (2^size - 1 terms, up to MAX_EXACT_TERMS_SIZE nodes) or a
+# sum over the compositions of ℓ into one part per node (C(ℓ - 1, size - 1) products, up to
+# MAX_COMPOSITIONS); past both, the upper bound C(cover, ℓ). That bound was used above 6 nodes
+# until stop 84, and was 4-5 orders of magnitude loose there: on 100,000 CDR-like users at
+# σ = 0.999 (15 regions) it bounded the violating share of Ω^9 at 0.008 where the count gives
+# 4.5 × 10^-7, so the certificate failed and 5,866,617 samples were drawn instead
+# (BENCHMARKS.md, km, "Built (stop 84)"). 256 compositions reach every size up to ℓ = 11.
 MAX_EXACT_TERMS_SIZE = 6
+MAX_COMPOSITIONS = 256
 
 
 def _cover(counts: Sequence[exp.Expr]) -> exp.Expr:
@@ -357,14 +364,52 @@ def _one_per_node(counts: Sequence[exp.Expr]) -> exp.Expr:
     return product
 
 
+def compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every (a_1, ..., a_parts) of integers >= 1 summing to ``total``: C(total - 1, parts - 1)
+    of them (none when parts > total)."""
+    if parts == 1:
+        if total >= 1:
+            yield (total,)
+        return
+    for first in range(1, total - parts + 2):
+        for rest in compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
 def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
     """ℓ-subsets of a record's items under the nodes whose item counts are ``counts`` that hold
-    an item under every node (those whose image is exactly the itemset): inclusion-exclusion,
-    Σ over node subsets S of (-1)^(size - |S|) C(Σ_S c, ℓ); above MAX_EXACT_TERMS_SIZE nodes
-    the upper bound C(Σ c, ℓ)."""
+    an item under every node (those whose image is exactly the itemset), by the form with
+    fewer terms (MAX_EXACT_TERMS_SIZE): inclusion-exclusion, Σ over node subsets S of
+    (-1)^(size - |S|) C(Σ_S c, ℓ), or Σ over the compositions a of ℓ into one part a_i >= 1 per
+    node of Π_i C(c_i, a_i) (a_i items under node i; no cancellation); past both caps the upper
+    bound C(Σ c, ℓ)."""
     size = len(counts)
-    if size > MAX_EXACT_TERMS_SIZE:
-        return binomial(_cover(counts), ell)
+    ways = comb(ell - 1, size - 1) if size <= ell else 0
+    by_terms = size <= MAX_EXACT_TERMS_SIZE
+    if by_terms and (1 << size) - 1 <= ways:
+        return _inclusion_exclusion(counts, ell)
+    if ways <= MAX_COMPOSITIONS:
+        return _composition_count(counts, ell)
+    if by_terms:
+        return _inclusion_exclusion(counts, ell)
+    return binomial(_cover(counts), ell)
+
+
+def _composition_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
+    """Σ over :func:`compositions` a of ℓ into len(counts) parts of Π_i C(c_i, a_i)."""
+    value: exp.Expr | None = None
+    for parts in compositions(ell, len(counts)):
+        term: exp.Expr | None = None
+        for c, a in zip(counts, parts, strict=True):
+            factor = _as_double(c.copy()) if a == 1 else binomial(c, a)
+            term = factor if term is None else exp.Mul(this=term, expression=factor)
+        value = term if value is None else exp.Add(this=value, expression=term)
+    return exp.paren(value, copy=False) if value is not None else exp.Literal.number(0.0)
+
+
+def _inclusion_exclusion(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
+    """Σ over node subsets S of (-1)^(size - |S|) C(Σ_S c, ℓ) (2^size - 1 terms)."""
+    size = len(counts)
     value: exp.Expr | None = None
     for mask in range(1, 1 << size):
         chosen = [counts[i] for i in range(size) if mask >> i & 1]

@@ -7,7 +7,7 @@ Once the cut is coarse, many records hold the same set of nodes (100,000 CDR-lik
 against 2.9 M over sets, ℓ = 11). An itemset's support is the sum, over the distinct sets
 holding it, of the records holding that set; so the supports are counted over the sets, and
 only the itemsets below k are matched back to their (fewer than k) holders, where the bound
-needs each holder's items per node (:func:`.itemsets.exact_cover_count`, up to 2^ℓ terms a
+needs each holder's items per node (:func:`.itemsets.exact_cover_count`, up to 256 terms a
 row, which the full enumeration computed for every row). The rows are the same as those of the
 enumeration over records (tests compare them); where the sets would not save half the rows
 (fine cuts: most records are distinct), the records are enumerated as before.
