@@ -123,35 +123,3 @@ def test_the_certificate_kept_across_merges_decides_as_the_full_check(
     exact.drop()
     steering.drop()
     gen.drop_work_tables()
-
-
-@pytest.mark.parametrize(("seed", "ell", "k"), [(1, 4, 4), (2, 3, 4), (3, 4, 4), (5, 3, 4)])
-@pytest.mark.on_spark(seeds=[2])
-def test_the_steerings_images_counted_give_the_certificates_bound(
-        db: Backend, tmp_path: Path, seed: int, ell: int, k: int) -> None:
-    # The steering's rows bound an image below ℓ nodes by C(cover, ℓ); counted over their
-    # holders, the kept images must give the Σ x of a full enumeration with the count, and
-    # the images of ℓ nodes alone the part of it that both bounds share.
-    gen = _search(db, tmp_path, seed)
-    steering = ImageTracker(gen, ell, k, cover_bound=True, prefix="s")
-    counts = gen.table("tstart")
-    gen.backend.materialize(counts, "km_generalized_counts", None,
-                            {"items": gen.items, "cut": gen.cut})
-    images = steering.start(counts)
-    gen.backend.drop_table(counts)
-    compared, below = 0, 0
-    for _ in range(8):
-        full = _full_rows(gen, ell, k, cover_bound=False)
-        assert steering.counted_itemsets() == pytest.approx(sum(row[-1] for row in full))
-        assert steering.whole_size_itemsets() == pytest.approx(
-            sum(row[-1] for row in full if row[0] == ell))
-        below += sum(1 for row in full if row[0] < ell)
-        compared += 1
-        if not steering.tally()[0]:
-            break
-        assert gen.merge_images(images, ell, "ncp", 0.1)
-        images = steering.advance()
-    assert compared >= 2 and below, "the case should take merges and smaller images"
-    steering.drop()
-    assert not gen.backend.table_names(gen.table("s").name)
-    gen.drop_work_tables()

@@ -19,7 +19,6 @@ from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import (
-    counted_image_itemsets,
     enumeration_joins,
     untouched_image_rows,
     violating_image_rows,
@@ -100,32 +99,8 @@ class ImageTracker:
                                 exp.Literal.number(0.0))).from_(self.images.copy()))[0]
         return int(found), float(total)
 
-    def whole_size_itemsets(self) -> float:
-        """Σ x of the images of ℓ nodes: exact under either bound, so a floor under what
-        :meth:`counted_itemsets` can give."""
-        assert self.images is not None, "start() first"
-        x = exp.column("x", quoted=True)
-        return float(self.gen.backend.scalar(
-            exp.select(exp.func("coalesce", exp.func("sum", x), exp.Literal.number(0.0)))
-            .from_(self.images.copy()).where(exp.column("size", quoted=True)
-                                             .eq(exp.Literal.number(self.ell)))))
-
-    def counted_itemsets(self) -> float:
-        """Σ x of the kept images as the certificate's bound counts it, for a tracker made with
-        ``cover_bound``: each image below ℓ nodes recounted over its holders under the current
-        cut (:func:`.itemsets.counted_image_itemsets`; the images must be of this cut, i.e.
-        after :meth:`start` or :meth:`advance`)."""
-        assert self.images is not None, "start() first"
-        b, counts = self.gen.backend, self._table("holders")
-        try:
-            b.materialize(counts, "km_generalized_counts", None,
-                          {"items": self.gen.items, "cut": self.gen.cut})
-            return float(b.scalar(counted_image_itemsets(self.images, counts, self.ell)) or 0.0)
-        finally:
-            b.drop_table(counts)
-
     def drop(self) -> None:
         for purpose in ("images", "imagecut", "next", "changed", "touched", "shapes",
-                        "members", "holders"):
+                        "members"):
             self.gen.backend.drop_table(self._table(purpose))
         self.images = None

@@ -524,33 +524,6 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
     return exp.select(exp.Star()).from_(query.subquery("u", copy=False), copy=False)
 
 
-def counted_image_itemsets(images: exp.Table, counts: exp.Table, ell: int) -> exp.Select:
-    """(x): Σ x over the rows of ``images`` (:func:`violating_image_rows`) with every image of
-    fewer than ℓ nodes counted, not bounded: joined to its holders in ``counts`` (record_id,
-    node_id, c; ``km_generalized_counts`` of the cut the images were made under) and counted by
-    :func:`exact_cover_count`, as ``cover_bound=False`` would have made it. An image of ℓ nodes
-    keeps its x (the product, exact either way). For the steering (:mod:`.enumsteer`), whose
-    rows carry the cheaper bound: the violating images are few next to the rows enumerated."""
-    size, x = exp.column("size", quoted=True), exp.column("x", quoted=True)
-    parts: list[exp.Select] = [exp.select(x.copy()).from_(images.copy(), copy=False)
-                               .where(size.copy().eq(exp.Literal.number(ell)), copy=False)]
-    for width in range(1, ell):
-        query = (exp.select(exact_cover_count([_col(f"g{j}", "c")
-                                               for j in range(1, width + 1)], ell)
-                            .as_("x", quoted=True))
-                 .from_(with_alias(images, "i"), copy=False)
-                 .join(with_alias(counts, "g1"), on=_col("g1", "node_id").eq(_col("i", "n1")),
-                       copy=False)
-                 .where(_col("i", "size").eq(exp.Literal.number(width)), copy=False))
-        for j in range(2, width + 1):
-            query.join(with_alias(counts, f"g{j}"), on=exp.and_(
-                _col(f"g{j}", "record_id").eq(_col("g1", "record_id")),
-                _col(f"g{j}", "node_id").eq(_col("i", f"n{j}"))), copy=False)
-        parts.append(query)
-    return exp.select(exp.func("coalesce", exp.func("sum", x.copy()), exp.Literal.number(0.0))
-                      ).from_(union_all(parts, copy=False).subquery("u", copy=False), copy=False)
-
-
 def untouched_image_rows(images: exp.Table, changed: exp.Table, ell: int) -> exp.Select:
     """The rows of ``images`` (:func:`violating_image_rows`) none of whose nodes is in
     ``changed(node_id)``: an image of unchanged nodes has the same holders, support and bound
