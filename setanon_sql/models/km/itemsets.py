@@ -379,16 +379,14 @@ def compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
 def exact_cover_count(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
     """ℓ-subsets of a record's items under the nodes whose item counts are ``counts`` that hold
     an item under every node (those whose image is exactly the itemset), by the form with
-    fewer terms (MAX_EXACT_TERMS_SIZE): inclusion-exclusion, Σ over node subsets S of
-    (-1)^(size - |S|) C(Σ_S c, ℓ), or Σ over the compositions a of ℓ into one part a_i >= 1 per
-    node of Π_i C(c_i, a_i) (a_i items under node i; no cancellation); past both caps the upper
-    bound C(Σ c, ℓ)."""
+    fewer terms within its cap (the constants above): inclusion-exclusion, Σ over node subsets S
+    of (-1)^(size - |S|) C(Σ_S c, ℓ), or Σ over the compositions a of ℓ into one part a_i >= 1
+    per node of Π_i C(c_i, a_i) (a_i items under node i; no cancellation); past both caps the
+    upper bound C(Σ c, ℓ)."""
     size = len(counts)
     ways = comb(ell - 1, size - 1) if size <= ell else 0
     by_terms = size <= MAX_EXACT_TERMS_SIZE
-    if by_terms and (1 << size) - 1 <= ways:
-        return _inclusion_exclusion(counts, ell)
-    if ways <= MAX_COMPOSITIONS:
+    if ways <= MAX_COMPOSITIONS and not (by_terms and (1 << size) - 1 <= ways):
         return _composition_count(counts, ell)
     if by_terms:
         return _inclusion_exclusion(counts, ell)
