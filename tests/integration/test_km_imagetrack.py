@@ -46,12 +46,11 @@ def _image_rows(db: Backend, table: exp.Table, ell: int) -> list[tuple[object, .
                   key=repr)
 
 
-def _full_rows(gen: Generalization, ell: int, k: int,
-               cover_bound: bool) -> list[tuple[object, ...]]:
+def _full_rows(gen: Generalization, ell: int, k: int) -> list[tuple[object, ...]]:
     """The violating image rows of a full enumeration of the current cut."""
     b, counts, full = gen.backend, gen.table("tcounts"), gen.table("tfull")
     b.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
-    b.materialize(full, violating_image_rows(counts, ell, cover_bound=cover_bound), {"k": k})
+    b.materialize(full, violating_image_rows(counts, ell), {"k": k})
     rows = _image_rows(b, full, ell)
     b.drop_table(counts)
     b.drop_table(full)
@@ -59,13 +58,12 @@ def _full_rows(gen: Generalization, ell: int, k: int,
 
 
 @pytest.mark.parametrize(("seed", "ell", "k"), [(1, 2, 3), (2, 3, 2), (3, 3, 4), (5, 2, 5)])
-@pytest.mark.parametrize("cover_bound", [True, False])
 @pytest.mark.on_spark(seeds=[2])
 def test_kept_images_are_those_of_a_full_enumeration_after_every_merge(
-        db: Backend, tmp_path: Path, seed: int, ell: int, k: int, cover_bound: bool) -> None:
+        db: Backend, tmp_path: Path, seed: int, ell: int, k: int) -> None:
     gen = _search(db, tmp_path, seed)
-    steering = ImageTracker(gen, ell, k, cover_bound, prefix="s")
-    lagging = ImageTracker(gen, ell, k, cover_bound, prefix="l")  # advanced every other round
+    steering = ImageTracker(gen, ell, k, prefix="s")
+    lagging = ImageTracker(gen, ell, k, prefix="l")  # advanced every other round
     counts = gen.table("tstart")
     gen.backend.materialize(counts, "km_generalized_counts", None,
                             {"items": gen.items, "cut": gen.cut})
@@ -78,7 +76,7 @@ def test_kept_images_are_those_of_a_full_enumeration_after_every_merge(
             break
         assert gen.merge_images(images, ell, "ncp", 0.1)
         images = steering.advance()
-        full = _full_rows(gen, ell, k, cover_bound)
+        full = _full_rows(gen, ell, k)
         assert _image_rows(gen.backend, images, ell) == full
         if round_no % 2 == 0:
             assert _image_rows(gen.backend, lagging.advance(), ell) == full
@@ -96,7 +94,7 @@ def test_the_certificate_kept_across_merges_decides_as_the_full_check(
         db: Backend, tmp_path: Path, seed: int, ell: int, k: int) -> None:
     gen = _search(db, tmp_path, seed)
     exact = ExactCheck(gen, ell, k, sigma=0.9)
-    steering = ImageTracker(gen, ell, k, cover_bound=True, prefix="s")
+    steering = ImageTracker(gen, ell, k, prefix="s")
     counts, scratch = gen.table("tcounts"), gen.table("tomega")
     gen.backend.materialize(counts, "km_generalized_counts", None,
                             {"items": gen.items, "cut": gen.cut})

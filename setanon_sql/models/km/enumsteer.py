@@ -43,8 +43,9 @@ def steer_by_enumeration(exact: ExactCheck, error: str, batch: float,
     (:class:`.imagetrack.ImageTracker`)."""
     gen, b, ell = exact.gen, exact.gen.backend, exact.ell
     counts = gen.table("gcount")
-    # Steering's bound below size ℓ is Σ C(cover, ℓ): one binomial a row (module docstring).
-    tracker = ImageTracker(gen, ell, exact.k, cover_bound=True, prefix="v")
+    # Steering bounds the share as the certificate does (the merges stop where it would
+    # certify; a looser bound merged on past it).
+    tracker = ImageTracker(gen, ell, exact.k, prefix="v")
     history = exact.steered
     rows = 0
     try:

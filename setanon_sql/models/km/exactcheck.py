@@ -23,13 +23,12 @@ than k records), and a holder r with c_i items under G's i-th node holds
 (inclusion-exclusion), which is also Σ over a_i >= 1 with Σ a_i = ℓ of Π_i C(c_i, a_i) (a_i
 items under G's i-th node); :func:`.itemsets.exact_cover_count` takes the form with fewer
 terms, and C(Σ c_i, ℓ), larger, only where both have too many. Summed over violating images
-and holders this is an upper bound B on the violating itemsets of Ω^ℓ. (Where :mod:`.enumsteer`
-steers by the same pass, an image smaller than ℓ counts Σ C(cover, ℓ) instead: larger still,
-one binomial per row.) |Ω^ℓ| is bounded from below by :func:`omega_floor`: counted exactly
-where that enumerates at most OMEGA_ROWS rows, else the larger of C(|r|, ℓ) for the longest
-record r (its ℓ-subsets are distinct itemsets that occur) and the Bonferroni bound
-Σ_r C(|r|, ℓ) - Σ_{r < r'} C(|r ∩ r'|, ℓ) over the OMEGA_RECORDS longest records (the union
-of their ℓ-subsets is part of Ω^ℓ). So the violating share
+and holders this is an upper bound B on the violating itemsets of Ω^ℓ (computed on the rows of
+itemsets below k only; :mod:`.enumsteer` steers by the same bound). |Ω^ℓ| is bounded from below
+by :func:`omega_floor`: counted exactly where that enumerates at most OMEGA_ROWS rows, else the
+larger of C(|r|, ℓ) for the longest record r (its ℓ-subsets are distinct itemsets that occur)
+and the Bonferroni bound Σ_r C(|r|, ℓ) - Σ_{r < r'} C(|r ∩ r'|, ℓ) over the OMEGA_RECORDS
+longest records (the union of their ℓ-subsets is part of Ω^ℓ). So the violating share
 h = (violating itemsets) / |Ω^ℓ| <= B / omega_floor, exactly, and the size is certified
 when that bound is <= ε, the ε of Theorem 1 for this σ ((1 - ε)(1 - δ) = σ, so ε < 1 - σ and
 Definition 1 holds with certainty). ε rather than 1 - σ: the sampled pool passes cuts whose
@@ -287,7 +286,7 @@ class ExactCheck:
         gen, b = self.gen, self.gen.backend
         self.tries += 1
         if self.tracker is None:
-            self.tracker = ImageTracker(gen, self.ell, self.k, cover_bound=False, prefix="c")
+            self.tracker = ImageTracker(gen, self.ell, self.k, prefix="c")
         if self.tracker.started:
             self.tracker.advance()
         else:

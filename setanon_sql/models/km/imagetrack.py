@@ -31,14 +31,11 @@ class ImageTracker:
     """The violating images of ``ell``-itemsets (support below ``k``) under the current cut of
     ``gen``, one row each (:func:`.itemsets.violating_image_rows`: size, n1..nℓ, x).
 
-    ``cover_bound`` picks x of an image smaller than ℓ: Σ C(cover, ℓ) (one binomial a row,
-    what steering needs) or the inclusion-exclusion count (the certificate's tighter bound).
     ``prefix`` names the work tables, so that two trackers of one search do not collide."""
 
     gen: CutSearch
     ell: int
     k: int
-    cover_bound: bool
     prefix: str
     images: exp.Table | None = None
 
@@ -59,7 +56,7 @@ class ImageTracker:
         try:
             with enumeration_joins(b, self.ell):
                 b.materialize(images, violating_image_rows(
-                    counts, self.ell, cover_bound=self.cover_bound, shapes=shapes),
+                    counts, self.ell, shapes=shapes),
                     {"k": self.k})
         finally:
             drop_shapes(b, shapes)
@@ -75,8 +72,7 @@ class ImageTracker:
             self.gen.touched_since(self._table("imagecut"), changed, touched)
             b.materialize(nxt, exp.union(
                 untouched_image_rows(self.images, changed, self.ell),
-                violating_image_rows(touched, self.ell, cover_bound=self.cover_bound,
-                                     touching="fresh"),
+                violating_image_rows(touched, self.ell, touching="fresh"),
                 distinct=False), {"k": self.k})
         finally:
             b.drop_table(changed)
