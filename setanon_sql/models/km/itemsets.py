@@ -123,15 +123,20 @@ def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
 
 
 def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
-                             shapes: RecordShapes | None, below: exp.Expr
+                             shapes: RecordShapes | None, below: exp.Expr, counted: bool
                              ) -> tuple[exp.Select, list[exp.Expr]]:
-    """(occurrences, the per-node item counts c_1..c_size as its rows name them) of the
-    itemsets whose support is under ``below``: over the records (:func:`rare_occurrences`) or,
-    with ``shapes``, over their distinct node sets (:func:`shape_occurrences`). Every holder
-    of such an itemset is there; the callers group them by itemset and compute its bound."""
+    """(occurrences, the per-node item counts c_1..c_size as its rows name them): with
+    ``shapes``, of the itemsets whose support is under ``below`` only, enumerated over the
+    records' distinct node sets (:func:`shape_occurrences`); else of the records' itemsets,
+    those under ``below`` only where the rows' bound is ``counted`` (:func:`rare_occurrences`:
+    where it is the product of the counts, an image of ℓ nodes, every row costs less than the
+    join back would). The callers group them by itemset and keep those under ``below``."""
     if shapes is None:
-        rows = rare_occurrences(itemset_occurrences(table, size, touching=touching),
-                                [_col(f"g{j}", "c") for j in range(1, size + 1)], below)
+        occurrences = itemset_occurrences(table, size, touching=touching)
+        counts: list[exp.Expr] = [_col(f"g{j}", "c") for j in range(1, size + 1)]
+        if not counted:
+            return occurrences, counts
+        rows = rare_occurrences(occurrences, counts, below)
     else:
         assert touching is None
         rows = shape_occurrences(table, shapes, size, below)
@@ -463,7 +468,7 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
     images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
     enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows."""
     occurrences, counts = _occurrences_with_counts(table, size, touching, shapes,
-                                                   exp.Placeholder(this="k"))
+                                                   exp.Placeholder(this="k"), size < ell)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
     summed = exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
@@ -495,7 +500,8 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int],
     assert ells and min(ells) >= size
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
     loosest = ks[0].copy() if len(ks) == 1 else exp.func("greatest", *(k.copy() for k in ks))
-    occurrences, counts = _occurrences_with_counts(table, size, None, shapes, loosest)
+    occurrences, counts = _occurrences_with_counts(table, size, None, shapes, loosest,
+                                                   max(ells) > size)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     cover = _cover(counts)
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
