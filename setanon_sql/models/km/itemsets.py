@@ -536,11 +536,10 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
                          shapes: RecordShapes | None = None) -> exp.Select:
     """(size, n1..nℓ, x): every violating image of an ℓ-itemset, of sizes 1..ℓ
     (:func:`violating_images`, x the count of :func:`exact_cover_count`), one per row with NULL
-    past its
-    size. One row per image, so count(*) counts the images and sum(x) is the certificate's
-    bound; the merge step reads the nodes from the columns (:func:`choose_image_merges`), or
-    one per row (:func:`image_nodes`). ``touching``: only the images holding a flagged node
-    (:func:`itemset_occurrences`)."""
+    past its size. One row per image, so count(*) counts the images and sum(x) is the
+    certificate's bound; the merge step reads the nodes from the columns
+    (:func:`choose_image_merges`), or one per row (:func:`image_nodes`). ``touching``: only the
+    images holding a flagged node (:func:`itemset_occurrences`)."""
     parts: list[exp.Select] = []
     for size in range(1, ell + 1):
         nodes = [exp.column(f"n{j}", quoted=True) if j <= size
