@@ -312,7 +312,9 @@ class Backend(ABC):
         dropped (the rho suppressor's rounds), so an engine may store them for speed rather
         than durability or size (:meth:`short_lived_storage`). ``largest_bytes``: about how
         many bytes the block's largest tables hold. Not for kanon's or km's steps: their
-        tables are bigger and live longer (kanon's 27 GB at 100M claims)."""
+        tables are bigger and live longer (kanon's 27 GB at 100M claims); km's enumeration
+        levels are the exception, each read twice and dropped, and bounded in rows
+        (:mod:`setanon_sql.models.km.levels`)."""
         with self._attribute_set("_short_lived_bytes", largest_bytes):
             yield
 

@@ -72,6 +72,7 @@ from setanon_sql.models.km.itemsets import (
     image_violations,
     itemset_occurrences,
 )
+from setanon_sql.models.km.levels import fits_levels, for_each_level
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
@@ -217,15 +218,24 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
     images, bound = dict.fromkeys(ks, 0), dict.fromkeys(ks, 0.0)
     shapes = (record_shapes(backend, counts, max(ks), shape_table, lengths)
               if shape_table is not None else None)
+
+    def add(size: int, level: exp.Table | None) -> None:
+        ells = sorted(ell for ell in ks if ell >= size)
+        with enumeration_joins(backend, 1 if level is not None else size):
+            row = backend.query(image_violations(counts, size, ells, shapes, level),
+                                {f"k{ell}": ks[ell] for ell in ells})[0]
+        for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
+            images[ell] += int(found)
+            bound[ell] += float(itemsets or 0.0)
+
     try:
-        for size in range(max(ks), 0, -1):
-            ells = sorted(ell for ell in ks if ell >= size)
-            with enumeration_joins(backend, size):
-                row = backend.query(image_violations(counts, size, ells, shapes),
-                                    {f"k{ell}": ks[ell] for ell in ells})[0]
-            for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
-                images[ell] += int(found)
-                bound[ell] += float(itemsets or 0.0)
+        if shapes is None and shape_table is not None and fits_levels(lengths, max(ks)):
+            named = shape_table
+            for_each_level(backend, counts, lengths, max(ks),
+                           lambda size: named(f"level{size}"), add)
+        else:
+            for size in range(max(ks), 0, -1):
+                add(size, None)
     finally:
         drop_shapes(backend, shapes)
     floors = {} if floors is None else floors

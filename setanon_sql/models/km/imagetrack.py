@@ -21,9 +21,12 @@ from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import (
     enumeration_joins,
     untouched_image_rows,
+    violating_image_part,
     violating_image_rows,
 )
-from setanon_sql.models.km.shapes import drop_shapes, record_shapes
+from setanon_sql.models.km.levels import fits_levels, for_each_level
+from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
+from setanon_sql.sqlrender import union_all
 
 
 @dataclass
@@ -52,15 +55,42 @@ class ImageTracker:
         by its distinct node sets where they save rows (:mod:`.shapes`; ``lengths`` as
         :func:`.shapes.record_shapes` takes them, when the caller has them)."""
         images, b = self._table("images"), self.gen.backend
+        if lengths is None:
+            lengths = record_lengths(b, counts)
         shapes = record_shapes(b, counts, self.ell, self._table, lengths)
         try:
-            with enumeration_joins(b, self.ell):
-                b.materialize(images, violating_image_rows(
-                    counts, self.ell, shapes=shapes),
-                    {"k": self.k})
+            if shapes is None and fits_levels(lengths, self.ell):
+                self._start_by_levels(counts, lengths, images)
+            else:
+                with enumeration_joins(b, self.ell):
+                    b.materialize(images, violating_image_rows(
+                        counts, self.ell, shapes=shapes),
+                        {"k": self.k})
         finally:
             drop_shapes(b, shapes)
         return self._made(images)
+
+    def _start_by_levels(self, counts: exp.Table, lengths: list[tuple[int, int]],
+                         images: exp.Table) -> None:
+        """``images`` as :func:`.itemsets.violating_image_rows` of ``counts``, each size read
+        from its level (:mod:`.levels`) into a part, the parts then put together."""
+        b = self.gen.backend
+        parts: list[exp.Table] = []
+
+        def visit(size: int, level: exp.Table) -> None:
+            part = self._table(f"part{size}")
+            parts.append(part)
+            b.materialize(part, violating_image_part(counts, size, self.ell, level=level),
+                          {"k": self.k}, working=True)
+
+        try:
+            for_each_level(b, counts, lengths, self.ell,
+                           lambda size: self._table(f"level{size}"), visit)
+            b.materialize(images, union_all([exp.select(exp.Star()).from_(part.copy())
+                                             for part in parts], copy=False))
+        finally:
+            for part in parts:
+                b.drop_table(part)
 
     def advance(self) -> exp.Table:
         """The images under the current cut, from those under the cut of the last call: only

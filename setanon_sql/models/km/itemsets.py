@@ -75,6 +75,27 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
     return query
 
 
+def level_query(table: exp.Table, size: int, previous: exp.Table | None) -> exp.Select:
+    """(record_id, n1..n_size, c1..c_size): the rows of :func:`itemset_occurrences` of
+    ``table(record_id, node_id, c)`` with the record's items under each node, built from the
+    level below (``previous``, the same columns up to size - 1) by one join: each row grows by
+    one node after its last. Level by level, every join is done once (:mod:`.levels`); the
+    chain of ``size`` joins redoes the ones of the smaller sizes in every statement."""
+    if previous is None:
+        return exp.select(exp.column("record_id", quoted=True),
+                          exp.column("node_id", quoted=True).as_("n1", quoted=True),
+                          exp.column("c", quoted=True).as_("c1", quoted=True)).from_(
+            table.copy(), copy=False)
+    kept = [_col("l", name).as_(name, quoted=True) for name in
+            ("record_id", *(f"n{j}" for j in range(1, size)), *(f"c{j}" for j in range(1, size)))]
+    return (exp.select(*kept, _col("g", "node_id").as_(f"n{size}", quoted=True),
+                       _col("g", "c").as_(f"c{size}", quoted=True))
+            .from_(with_alias(previous, "l"), copy=False)
+            .join(with_alias(table, "g"), on=exp.and_(
+                _col("g", "record_id").eq(_col("l", "record_id")),
+                _col("g", "node_id") > _col("l", f"n{size - 1}")), copy=False))
+
+
 def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
                       below: exp.Expr) -> exp.Select:
     """(record_id, n1..n_size, c1..c_size): :func:`itemset_occurrences` of ``counts``
@@ -123,15 +144,33 @@ def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
 
 
 def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
-                             shapes: RecordShapes | None, below: exp.Expr, counted: bool
+                             shapes: RecordShapes | None, below: exp.Expr, counted: bool,
+                             level: exp.Table | None = None
                              ) -> tuple[exp.Select, list[exp.Expr]]:
     """(occurrences, the per-node item counts c_1..c_size as its rows name them): with
     ``shapes``, of the itemsets whose support is under ``below`` only, enumerated over the
     records' distinct node sets (:func:`shape_occurrences`); else of the records' itemsets,
     those under ``below`` only where the rows' bound is ``counted`` (:func:`rare_occurrences`:
     where it is the product of the counts, an image of ℓ nodes, every row costs less than the
-    join back would). The callers group them by itemset and keep those under ``below``."""
-    if shapes is None:
+    join back would); with ``level``, read from that table (:func:`level_query` of ``table``)
+    instead of enumerated. The callers group them by itemset and keep those under ``below``."""
+    if level is not None:
+        assert shapes is None and touching is None
+        names = ["record_id", *(f"n{j}" for j in range(1, size + 1))]
+        counts_at = [f"c{j}" for j in range(1, size + 1)]
+        if not counted:
+            return (exp.select(*(_col("lv", n).as_(n, quoted=True) for n in names))
+                    .from_(with_alias(level, "lv"), copy=False),
+                    [_col("lv", c) for c in counts_at])
+        rare = (exp.select(*(exp.column(n, quoted=True) for n in names[1:]))
+                .from_(level.copy(), copy=False)
+                .group_by(*(exp.column(n, quoted=True) for n in names[1:]), copy=False)
+                .having(exp.func("count", exp.Star()) < below.copy(), copy=False))
+        rows = (exp.select(*(_col("lv", n).as_(n, quoted=True) for n in names + counts_at))
+                .from_(with_alias(level, "lv"), copy=False)
+                .join(rare.subquery("r", copy=False), on=exp.and_(
+                    *(_col("lv", n).eq(_col("r", n)) for n in names[1:])), copy=False))
+    elif shapes is None:
         occurrences = itemset_occurrences(table, size, touching=touching)
         counts: list[exp.Expr] = [_col(f"g{j}", "c") for j in range(1, size + 1)]
         if not counted:
@@ -457,7 +496,8 @@ def _inclusion_exclusion(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
 
 
 def violating_images(table: exp.Table, size: int, ell: int, touching: str | None = None,
-                     shapes: RecordShapes | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None,
+                     level: exp.Table | None = None) -> exp.Select:
     """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
     counts the record's original items under the node) with support in [1, :k) and a holder
     with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
@@ -466,9 +506,11 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
     several records is counted once per holder; :func:`exact_cover_count`, computed on the
     rows of itemsets below k only, :func:`rare_occurrences`). ``touching``: only the
     images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
-    enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows."""
+    enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows.
+    ``level``: the records' itemsets read from that table (:func:`level_query`), the same rows."""
     occurrences, counts = _occurrences_with_counts(table, size, touching, shapes,
-                                                   exp.Placeholder(this="k"), size < ell)
+                                                   exp.Placeholder(this="k"), size < ell,
+                                                   level)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
     summed = exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
@@ -491,17 +533,19 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
 
 
 def image_violations(table: exp.Table, size: int, ells: Sequence[int],
-                     shapes: RecordShapes | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None,
+                     level: exp.Table | None = None) -> exp.Select:
     """(images, itemsets) for each ℓ of ``ells`` (each >= ``size``), in that order: how many
     :func:`violating_images` of this size there are for ℓ (support below ``:k<ℓ>``, e.g.
     ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
     verify checks several sizes on one cut, which used to enumerate each size once per ℓ.
-    ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`)."""
+    ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`);
+    ``level``: read from that table (:func:`level_query`)."""
     assert ells and min(ells) >= size
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
     loosest = ks[0].copy() if len(ks) == 1 else exp.func("greatest", *(k.copy() for k in ks))
     occurrences, counts = _occurrences_with_counts(table, size, None, shapes, loosest,
-                                                   max(ells) > size)
+                                                   max(ells) > size, level)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     cover = _cover(counts)
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
@@ -540,18 +584,25 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
     certificate's bound; the merge step reads the nodes from the columns
     (:func:`choose_image_merges`), or one per row (:func:`image_nodes`). ``touching``: only the
     images holding a flagged node (:func:`itemset_occurrences`)."""
-    parts: list[exp.Select] = []
-    for size in range(1, ell + 1):
-        nodes = [exp.column(f"n{j}", quoted=True) if j <= size
-                 else exp.cast(exp.Null(), "BIGINT").as_(f"n{j}", quoted=True)
-                 for j in range(1, ell + 1)]
-        parts.append(exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
-                                exp.column("x", quoted=True))
-                     .from_(violating_images(table, size, ell, touching=touching,
-                                             shapes=shapes)
-                            .subquery(f"v{size}", copy=False), copy=False))
+    parts = [violating_image_part(table, size, ell, touching=touching, shapes=shapes)
+             for size in range(1, ell + 1)]
     query = union_all(parts, copy=False)
     return exp.select(exp.Star()).from_(query.subquery("u", copy=False), copy=False)
+
+
+def violating_image_part(table: exp.Table, size: int, ell: int, touching: str | None = None,
+                         shapes: RecordShapes | None = None,
+                         level: exp.Table | None = None) -> exp.Select:
+    """The rows of :func:`violating_image_rows` of one image size (:func:`violating_images`
+    with the same arguments)."""
+    nodes = [exp.column(f"n{j}", quoted=True) if j <= size
+             else exp.cast(exp.Null(), "BIGINT").as_(f"n{j}", quoted=True)
+             for j in range(1, ell + 1)]
+    return (exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
+                       exp.column("x", quoted=True))
+            .from_(violating_images(table, size, ell, touching=touching, shapes=shapes,
+                                    level=level)
+                   .subquery(f"v{size}", copy=False), copy=False))
 
 
 def untouched_image_rows(images: exp.Table, changed: exp.Table, ell: int) -> exp.Select:

@@ -1,0 +1,121 @@
+"""Enumerating the records' itemsets level by level (models/km/levels.py) against the chain of
+joins of one statement per size: the levels' rows, each size's violating images and their
+bounds, verify's per-size figures and the tracker's images must be the same, on every backend,
+for several cuts; no level is left behind; and the chain still serves where a level would be
+too wide.
+
+The chain is itself checked against the brute-force oracle in test_km_exactcheck.py, so
+equality here carries that check over.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlglot import exp
+
+from setanon_sql.backends.base import Backend
+from setanon_sql.models.km import levels as levels_module
+from setanon_sql.models.km import shapes as shapes_module
+from setanon_sql.models.km.exactcheck import share_bound, share_bounds
+from setanon_sql.models.km.imagetrack import ImageTracker
+from setanon_sql.models.km.itemsets import (
+    image_violations,
+    itemset_occurrences,
+    violating_image_part,
+    violating_image_rows,
+)
+from setanon_sql.models.km.levels import fits_levels, for_each_level, level_rows
+from setanon_sql.models.km.shapes import record_lengths
+from tests.integration.test_km_imagetrack import _search
+from tests.integration.test_km_shapes import _counts, _rows
+
+CASES = [(1, 4, 3, 3), (2, 6, 2, 4), (3, 4, 3, 6), (5, 5, 3, 2), (2, 9, 4, 4)]
+
+
+@pytest.mark.parametrize(("seed", "nodes", "ell", "k"), CASES)
+@pytest.mark.on_spark(seeds=[2])
+def test_each_level_gives_the_chains_rows_and_images(db: Backend, tmp_path: Path, seed: int,
+                                                     nodes: int, ell: int, k: int) -> None:
+    _, counts = _counts(db, tmp_path, seed, nodes)
+    lengths = record_lengths(db, counts)
+    ks = {f"k{e}": k + e for e in range(1, ell + 1)}  # a k per ℓ, as verify's
+    seen: list[int] = []
+    found = 0
+
+    def visit(size: int, level: exp.Table) -> None:
+        nonlocal found
+        seen.append(size)
+        names = ["record_id", *(f"n{j}" for j in range(1, size + 1))]
+        level_rows_ = _rows(db, exp.select(*names).from_(level.copy()), {})
+        assert level_rows_ == _rows(db, itemset_occurrences(counts, size), {})
+        assert len(level_rows_) == level_rows(lengths, size)
+        by_level = _rows(db, violating_image_part(counts, size, ell, level=level), {"k": k})
+        assert by_level == _rows(db, violating_image_part(counts, size, ell), {"k": k})
+        found += len(by_level)
+        ells = list(range(size, ell + 1))
+        params = {f"k{e}": ks[f"k{e}"] for e in ells}
+        assert (_rows(db, image_violations(counts, size, ells, level=level), params)
+                == _rows(db, image_violations(counts, size, ells), params))
+
+    for_each_level(db, counts, lengths, ell, lambda size: db.table(f"t_level{size}"), visit)
+    assert seen == list(range(1, ell + 1))
+    assert found, "the case should have violating images"
+    assert not db.table_names("t_")
+    db.drop_table(counts)
+
+
+@pytest.mark.parametrize(("seed", "nodes", "ell", "k"), CASES[:3])
+def test_a_level_is_dropped_when_a_visit_fails(db: Backend, tmp_path: Path, seed: int,
+                                               nodes: int, ell: int, k: int) -> None:
+    _, counts = _counts(db, tmp_path, seed, nodes)
+
+    def visit(size: int, level: exp.Table) -> None:
+        if size == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        for_each_level(db, counts, record_lengths(db, counts), ell,
+                       lambda size: db.table(f"t_level{size}"), visit)
+    assert not db.table_names("t_")
+    db.drop_table(counts)
+
+
+@pytest.fixture
+def no_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never the records' distinct node sets: the records themselves are enumerated."""
+    monkeypatch.setattr(shapes_module, "SHAPE_SURE_REPEATS", 1.0)
+
+
+@pytest.mark.usefixtures("no_shapes")
+@pytest.mark.parametrize("by_levels", [True, False])
+@pytest.mark.parametrize(("seed", "ell", "k"), [(1, 3, 3), (2, 4, 2), (3, 3, 4)])
+def test_the_tracker_and_verify_find_the_chains_images_either_way(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_levels: bool,
+        seed: int, ell: int, k: int) -> None:
+    gen = _search(db, tmp_path, seed)
+    counts = gen.table("tcounts")
+    db.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
+    lengths = record_lengths(db, counts)
+    if not by_levels:  # every level too wide: the chain
+        monkeypatch.setattr(levels_module, "LEVEL_ROWS_MAX", 0)
+    assert fits_levels(lengths, ell) == by_levels
+    tracker = ImageTracker(gen, ell, k, prefix="lv")
+    images = tracker.start(counts, lengths)
+    assert (_rows(db, exp.select("*").from_(images.copy()), {})
+            == _rows(db, violating_image_rows(counts, ell), {"k": k}))
+    tracker.drop()
+    ks = {e: k + e for e in range(1, ell + 1)}
+    scratch = db.table("t_omega")
+    together = share_bounds(db, counts, gen.items, ks, scratch,
+                            shape_table=lambda p: db.table(f"t_{p}"), lengths=lengths)
+    assert any(found.images for found in together.values())
+    for e, k_e in ks.items():
+        alone = share_bound(db, counts, gen.items, e, k_e, scratch)
+        assert (together[e].rows, together[e].images) == (alone.rows, alone.images)
+        assert together[e].share == pytest.approx(alone.share, rel=1e-12)
+    assert not db.table_names("t_")
+    for purpose in ("lvlevel", "lvpart"):
+        assert not db.table_names(gen.table(purpose).name)
+    db.drop_table(counts)
