@@ -6,9 +6,9 @@ the itemsets of 1, 2, ... ℓ nodes of every generalized record. One statement p
 chain of joins, redoes the joins of every smaller size: at ℓ = 11, on the 19-region cut of
 100,000 CDR-like users (σ = 0.999), 337 M joined rows where the levels hold 75 M. Built level
 by level instead (:func:`.itemsets.level_query`), each join is done once and each size's
-supports are read from its level: that enumeration took 28.7 → 7.5 s on DuckDB and
-287.7 → 110.3 s on PostgreSQL, where the chain's statement also ran in one process, its
-rows named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
+supports are read from its level. That run's first tries of the certificate and its steering
+took 74.6 → 34.7 s on DuckDB and 729.2 → 485.4 s on PostgreSQL, where the chain's statement
+also ran in one process, its rows named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
 
 Two levels are stored at a time, so where the widest level would hold more than
 :data:`LEVEL_ROWS_MAX` rows the callers enumerate by the chain, which stores none.
@@ -55,8 +55,9 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
     ``lengths``: the (nodes, records) pairs of ``table``.
 
     A level is read by the next level and by its visit, then dropped: the engine may store it
-    for speed (:meth:`.Backend.short_lived_tables`; on DuckDB in memory where it fits, which
-    took the levels of the fine cut above from 70.7 to ... s, against the file's compression)."""
+    for speed (:meth:`.Backend.short_lived_tables`; on DuckDB in memory where it fits: the
+    levels of the run above took 70.7 s in the file, compressed as they were written, and
+    25.3 s in memory)."""
     previous: exp.Table | None = None
     widest = level_bytes(lengths, deepest)
     named: list[exp.Table] = []  # ``name`` is called once a size: it may draw a fresh name
