@@ -162,14 +162,7 @@ def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
             return (exp.select(*(_col("lv", n).as_(n, quoted=True) for n in names))
                     .from_(with_alias(level, "lv"), copy=False),
                     [_col("lv", c) for c in counts_at])
-        rare = (exp.select(*(exp.column(n, quoted=True) for n in names[1:]))
-                .from_(level.copy(), copy=False)
-                .group_by(*(exp.column(n, quoted=True) for n in names[1:]), copy=False)
-                .having(exp.func("count", exp.Star()) < below.copy(), copy=False))
-        rows = (exp.select(*(_col("lv", n).as_(n, quoted=True) for n in names + counts_at))
-                .from_(with_alias(level, "lv"), copy=False)
-                .join(rare.subquery("r", copy=False), on=exp.and_(
-                    *(_col("lv", n).eq(_col("r", n)) for n in names[1:])), copy=False))
+        rows = _rows_below(level, size, below)
     elif shapes is None:
         occurrences = itemset_occurrences(table, size, touching=touching)
         counts: list[exp.Expr] = [_col(f"g{j}", "c") for j in range(1, size + 1)]
@@ -193,22 +186,28 @@ def rare_occurrences(occurrences: exp.Select, counts: Sequence[exp.Expr],
     enumerated at ℓ = 11) it took 133 of verify's 191 s on every row, 15 s this way.
     The enumeration is named once (a CTE); an engine may run it twice."""
     size = len(counts)
-    nodes = [f"n{j}" for j in range(1, size + 1)]
     name = f"o{size}"  # one name per size: Spark refuses a name twice in one statement
     occurrences.select(*(c.copy().as_(f"c{j}", quoted=True)
                          for j, c in enumerate(counts, start=1)), copy=False)
+    return _rows_below(exp.Table(this=identifier(name)), size, below).with_(
+        identifier(name), as_=occurrences, copy=False)
+
+
+def _rows_below(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
+    """(record_id, n1..n_size, c1..c_size) of the rows of ``source`` (those columns) whose
+    itemset n1..n_size has fewer than ``below`` rows: the supports counted by one aggregate,
+    the rows of the itemsets under ``below`` joined back (:func:`rare_occurrences`, and the
+    levels of :mod:`.levels`)."""
+    nodes = [f"n{j}" for j in range(1, size + 1)]
     rare = (exp.select(*(exp.column(n, quoted=True) for n in nodes))
-            .from_(exp.Table(this=identifier(name)), copy=False)
+            .from_(source.copy(), copy=False)
             .group_by(*(exp.column(n, quoted=True) for n in nodes), copy=False)
             .having(exp.func("count", exp.Star()) < below.copy(), copy=False))
-    return (exp.select(_col(name, "record_id").as_("record_id", quoted=True),
-                       *(_col(name, n).as_(n, quoted=True) for n in nodes),
-                       *(_col(name, f"c{j}").as_(f"c{j}", quoted=True)
-                         for j in range(1, size + 1)))
-            .with_(identifier(name), as_=occurrences, copy=False)
-            .from_(exp.Table(this=identifier(name)), copy=False)
+    columns = ["record_id", *nodes, *(f"c{j}" for j in range(1, size + 1))]
+    return (exp.select(*(_col("s", c).as_(c, quoted=True) for c in columns))
+            .from_(with_alias(source, "s"), copy=False)
             .join(rare.subquery("r", copy=False), on=exp.and_(
-                *(_col(name, n).eq(_col("r", n)) for n in nodes)), copy=False))
+                *(_col("s", n).eq(_col("r", n)) for n in nodes)), copy=False))
 
 
 def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> exp.Select:

@@ -60,18 +60,18 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
     25.3 s in memory)."""
     previous: exp.Table | None = None
     widest = level_bytes(lengths, deepest)
-    named: list[exp.Table] = []  # ``name`` is called once a size: it may draw a fresh name
     try:
         for size in range(1, deepest + 1):
-            current = name(size)
-            named.append(current)
-            with backend.short_lived_tables(widest):
-                backend.materialize(current, level_query(table, size, previous),
-                                    working=True)
-            if previous is not None:
-                backend.drop_table(previous)
+            current = name(size)  # once a size: ``name`` may draw a fresh name each call
+            try:
+                with backend.short_lived_tables(widest):
+                    backend.materialize(current, level_query(table, size, previous),
+                                        working=True)
+            finally:
+                if previous is not None:
+                    backend.drop_table(previous)
             previous = current
             visit(size, current)
     finally:
-        for level in named:
-            backend.drop_table(level)
+        if previous is not None:
+            backend.drop_table(previous)
