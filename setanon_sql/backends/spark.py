@@ -102,10 +102,13 @@ def parse_spark_url(url: str) -> tuple[str, Path]:
 def embedded_tuning() -> dict[str, str]:
     """The embedded session's tunable settings: each from its environment variable, else
     setanon's default (8 shuffle partitions suit ``local[2]``; adaptive execution; a 4 GB
-    driver). A benchmark starts a Spark Connect server with the same values."""
+    driver; whole-stage code generation, which pays on large tables and costs a compile per
+    statement on tiny ones, so the test suite turns it off). A benchmark starts a Spark
+    Connect server with the same values."""
     return {
         "spark.sql.shuffle.partitions": os.environ.get("SETANON_SPARK_PARTITIONS", "8"),
         "spark.sql.adaptive.enabled": os.environ.get("SETANON_SPARK_ADAPTIVE", "true"),
+        "spark.sql.codegen.wholeStage": os.environ.get("SETANON_SPARK_WHOLESTAGE", "true"),
         "spark.driver.memory": os.environ.get("SETANON_SPARK_DRIVER_MEMORY", "4g"),
     }
 

@@ -111,7 +111,8 @@ def _connect_session(url: str) -> Any:
     # the cluster's own shuffle settings stand unless the environment overrides them.
     settings = dict(_SESSION_SETTINGS)
     for key, variable in (("spark.sql.shuffle.partitions", "SETANON_SPARK_PARTITIONS"),
-                          ("spark.sql.adaptive.enabled", "SETANON_SPARK_ADAPTIVE")):
+                          ("spark.sql.adaptive.enabled", "SETANON_SPARK_ADAPTIVE"),
+                          ("spark.sql.codegen.wholeStage", "SETANON_SPARK_WHOLESTAGE")):
         if os.environ.get(variable):
             settings[key] = os.environ[variable]
     try:

@@ -54,6 +54,7 @@ def spark_connect_server(root: Path, overrides: dict[str, str] | None = None,
         "spark.sql.warehouse.dir": str(root / "warehouse"),
         "spark.sql.shuffle.partitions": "1",  # small data, as in the embedded test session
         "spark.sql.adaptive.enabled": "false",
+        "spark.sql.codegen.wholeStage": "false",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={root}",
