@@ -9,11 +9,13 @@ they fail; so do the tests that read ../shared/data when it is missing.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +41,33 @@ SPARK = pytest.param("spark", marks=pytest.mark.spark)
 SPARK_CONNECT = pytest.param("spark_connect", marks=[pytest.mark.spark,
                                                      pytest.mark.spark_connect])
 SPARK_NAMES = ("spark", "spark_connect")
+
+
+def runs_spark(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` starts Spark: a spark or spark_connect parameter, or
+    test_spark.py's (its subprocess test has none)."""
+    path, _, name = nodeid.partition("::")
+    if path.endswith("test_spark.py"):
+        return True
+    params = name[name.find("[") + 1:-1] if name.endswith("]") else ""
+    return any(part in SPARK_NAMES for part in params.split("-"))
+
+
+if importlib.util.find_spec("xdist") is not None:
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+        """pytest-xdist's workers (``-n 2`` in pyproject.toml): one runs every Spark test, in
+        one Spark session and one Connect server, while the other runs the DuckDB and
+        PostgreSQL tests. Spark's JVM keeps about one core busy, so the two overlap. (xdist's
+        own ``--dist loadgroup`` does not group under pytest 9.2, whose items no longer keep
+        the node id where xdist appends the group's name, pytest-xdist issue #1386; node ids
+        are grouped here instead.)"""
+        from xdist.scheduler import LoadScopeScheduling
+
+        class SparkOnOneWorker(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return "spark" if runs_spark(nodeid) else nodeid
+
+        return SparkOnOneWorker(config, log)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -100,9 +129,11 @@ def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(f"CI=true but {missing}")
         pytest.skip(missing)
     # Small data: one shuffle partition and no adaptive re-planning (measured: a quarter less
-    # time per statement on tiny tables).
+    # time per statement on tiny tables), no whole-stage code generation (stop 87: five
+    # Spark tests took 249 s without it, 264-297 s with it, run alone).
     os.environ.setdefault("SETANON_SPARK_PARTITIONS", "1")
     os.environ.setdefault("SETANON_SPARK_ADAPTIVE", "false")
+    os.environ.setdefault("SETANON_SPARK_WHOLESTAGE", "false")
     return tmp_path_factory.mktemp("spark-warehouse")
 
 
