@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from math import comb
 from typing import Any
@@ -71,8 +72,9 @@ from setanon_sql.models.km.itemsets import (
     enumeration_rows,
     image_violations,
     itemset_occurrences,
+    loosest_k,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level
+from setanon_sql.models.km.levels import fits_levels, for_each_level, rare_itemsets_of
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
@@ -221,9 +223,15 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
 
     def add(size: int, level: exp.Table | None) -> None:
         ells = sorted(ell for ell in ks if ell >= size)
-        with enumeration_joins(backend, 1 if level is not None else size):
-            row = backend.query(image_violations(counts, size, ells, shapes, level),
-                                {f"k{ell}": ks[ell] for ell in ells})[0]
+        params = {f"k{ell}": ks[ell] for ell in ells}
+        with ExitStack() as stack:
+            rare = None
+            if level is not None and shape_table is not None and size < ells[-1]:
+                rare = stack.enter_context(rare_itemsets_of(
+                    backend, level, size, loosest_k(ells), params, shape_table(f"rare{size}")))
+            with enumeration_joins(backend, 1 if level is not None else size):
+                row = backend.query(image_violations(counts, size, ells, shapes, level, rare),
+                                    params)[0]
         for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
             images[ell] += int(found)
             bound[ell] += float(itemsets or 0.0)

@@ -24,7 +24,7 @@ from setanon_sql.models.km.itemsets import (
     violating_image_part,
     violating_image_rows,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level
+from setanon_sql.models.km.levels import fits_levels, for_each_level, rare_itemsets_of
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import union_all
 
@@ -80,8 +80,15 @@ class ImageTracker:
         def visit(size: int, level: exp.Table) -> None:
             part = self._table(f"part{size}")
             parts.append(part)
-            b.materialize(part, violating_image_part(counts, size, self.ell, level=level),
-                          {"k": self.k}, working=True)
+            params = {"k": self.k}
+            if size == self.ell:  # its rows are not counted (:func:`violating_images`)
+                b.materialize(part, violating_image_part(counts, size, self.ell, level=level),
+                              params, working=True)
+                return
+            with rare_itemsets_of(b, level, size, exp.Placeholder(this="k"), params,
+                                  self._table(f"rare{size}")) as rare:
+                b.materialize(part, violating_image_part(counts, size, self.ell, level=level,
+                                                         rare=rare), params, working=True)
 
         try:
             for_each_level(b, counts, lengths, self.ell,

@@ -145,7 +145,7 @@ def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
 
 def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
                              shapes: RecordShapes | None, below: exp.Expr, counted: bool,
-                             level: exp.Table | None = None
+                             level: exp.Table | None = None, rare: exp.Table | None = None
                              ) -> tuple[exp.Select, list[exp.Expr]]:
     """(occurrences, the per-node item counts c_1..c_size as its rows name them): with
     ``shapes``, of the itemsets whose support is under ``below`` only, enumerated over the
@@ -153,7 +153,9 @@ def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
     those under ``below`` only where the rows' bound is ``counted`` (:func:`rare_occurrences`:
     where it is the product of the counts, an image of ℓ nodes, every row costs less than the
     join back would); with ``level``, read from that table (:func:`level_query` of ``table``)
-    instead of enumerated. The callers group them by itemset and keep those under ``below``."""
+    instead of enumerated, and with ``rare`` (:func:`rare_itemsets` of ``level``) its rows
+    under ``below`` found by a join with that table. The callers group them by itemset and keep
+    those under ``below``."""
     if level is not None:
         assert shapes is None and touching is None
         names = ["record_id", *(f"n{j}" for j in range(1, size + 1))]
@@ -162,7 +164,7 @@ def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
             return (exp.select(*(_col("lv", n).as_(n, quoted=True) for n in names))
                     .from_(with_alias(level, "lv"), copy=False),
                     [_col("lv", c) for c in counts_at])
-        rows = _rows_below(level, size, below)
+        rows = _rows_below(level, size, below, rare)
     elif shapes is None:
         occurrences = itemset_occurrences(table, size, touching=touching)
         counts: list[exp.Expr] = [_col(f"g{j}", "c") for j in range(1, size + 1)]
@@ -193,20 +195,30 @@ def rare_occurrences(occurrences: exp.Select, counts: Sequence[exp.Expr],
         identifier(name), as_=occurrences, copy=False)
 
 
-def _rows_below(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
-    """(record_id, n1..n_size, c1..c_size) of the rows of ``source`` (those columns) whose
-    itemset n1..n_size has fewer than ``below`` rows: the supports counted by one aggregate,
-    the rows of the itemsets under ``below`` joined back (:func:`rare_occurrences`, and the
-    levels of :mod:`.levels`)."""
+def rare_itemsets(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
+    """(n1..n_size): the itemsets of ``source`` (record_id, n1..n_size, ...; one row per
+    holder) with fewer than ``below`` rows, counted by one aggregate."""
     nodes = [f"n{j}" for j in range(1, size + 1)]
-    rare = (exp.select(*(exp.column(n, quoted=True) for n in nodes))
+    return (exp.select(*(exp.column(n, quoted=True) for n in nodes))
             .from_(source.copy(), copy=False)
             .group_by(*(exp.column(n, quoted=True) for n in nodes), copy=False)
             .having(exp.func("count", exp.Star()) < below.copy(), copy=False))
+
+
+def _rows_below(source: exp.Table, size: int, below: exp.Expr,
+                rare: exp.Table | None = None) -> exp.Select:
+    """(record_id, n1..n_size, c1..c_size) of the rows of ``source`` (those columns) whose
+    itemset n1..n_size has fewer than ``below`` rows: the supports counted by one aggregate
+    (:func:`rare_itemsets`; or read from ``rare``, a table of its rows), the rows of the
+    itemsets under ``below`` joined back (:func:`rare_occurrences`, and the levels of
+    :mod:`.levels`)."""
+    nodes = [f"n{j}" for j in range(1, size + 1)]
+    keys = (rare_itemsets(source, size, below).subquery("r", copy=False) if rare is None
+            else with_alias(rare, "r"))
     columns = ["record_id", *nodes, *(f"c{j}" for j in range(1, size + 1))]
     return (exp.select(*(_col("s", c).as_(c, quoted=True) for c in columns))
             .from_(with_alias(source, "s"), copy=False)
-            .join(rare.subquery("r", copy=False), on=exp.and_(
+            .join(keys, on=exp.and_(
                 *(_col("s", n).eq(_col("r", n)) for n in nodes)), copy=False))
 
 
@@ -495,8 +507,8 @@ def _inclusion_exclusion(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
 
 
 def violating_images(table: exp.Table, size: int, ell: int, touching: str | None = None,
-                     shapes: RecordShapes | None = None,
-                     level: exp.Table | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None, level: exp.Table | None = None,
+                     rare: exp.Table | None = None) -> exp.Select:
     """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
     counts the record's original items under the node) with support in [1, :k) and a holder
     with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
@@ -506,10 +518,11 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
     rows of itemsets below k only, :func:`rare_occurrences`). ``touching``: only the
     images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
     enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows.
-    ``level``: the records' itemsets read from that table (:func:`level_query`), the same rows."""
+    ``level``: the records' itemsets read from that table (:func:`level_query`), the same rows;
+    ``rare``: its itemsets below k (:func:`rare_itemsets`), read where ``size`` < ℓ."""
     occurrences, counts = _occurrences_with_counts(table, size, touching, shapes,
                                                    exp.Placeholder(this="k"), size < ell,
-                                                   level)
+                                                   level, rare)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
     summed = exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
@@ -531,20 +544,27 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
                 >= exp.Literal.number(ell)), copy=False))
 
 
+def loosest_k(ells: Sequence[int]) -> exp.Expr:
+    """The largest of the bounds ``:k<ℓ>`` of ``ells`` (:func:`image_violations`)."""
+    ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
+    return ks[0] if len(ks) == 1 else exp.func("greatest", *ks)
+
+
 def image_violations(table: exp.Table, size: int, ells: Sequence[int],
-                     shapes: RecordShapes | None = None,
-                     level: exp.Table | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None, level: exp.Table | None = None,
+                     rare: exp.Table | None = None) -> exp.Select:
     """(images, itemsets) for each ℓ of ``ells`` (each >= ``size``), in that order: how many
     :func:`violating_images` of this size there are for ℓ (support below ``:k<ℓ>``, e.g.
     ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
     verify checks several sizes on one cut, which used to enumerate each size once per ℓ.
     ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`);
-    ``level``: read from that table (:func:`level_query`)."""
+    ``level``: read from that table (:func:`level_query`); ``rare``: its itemsets below the
+    loosest bound (:func:`rare_itemsets`), read where ``size`` < max(``ells``)."""
     assert ells and min(ells) >= size
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
-    loosest = ks[0].copy() if len(ks) == 1 else exp.func("greatest", *(k.copy() for k in ks))
+    loosest = loosest_k(ells)
     occurrences, counts = _occurrences_with_counts(table, size, None, shapes, loosest,
-                                                   max(ells) > size, level)
+                                                   max(ells) > size, level, rare)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     cover = _cover(counts)
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
@@ -591,7 +611,8 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
 
 def violating_image_part(table: exp.Table, size: int, ell: int, touching: str | None = None,
                          shapes: RecordShapes | None = None,
-                         level: exp.Table | None = None) -> exp.Select:
+                         level: exp.Table | None = None,
+                         rare: exp.Table | None = None) -> exp.Select:
     """The rows of :func:`violating_image_rows` of one image size (:func:`violating_images`
     with the same arguments)."""
     nodes = [exp.column(f"n{j}", quoted=True) if j <= size
@@ -600,7 +621,7 @@ def violating_image_part(table: exp.Table, size: int, ell: int, touching: str | 
     return (exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
                        exp.column("x", quoted=True))
             .from_(violating_images(table, size, ell, touching=touching, shapes=shapes,
-                                    level=level)
+                                    level=level, rare=rare)
                    .subquery(f"v{size}", copy=False), copy=False))
 
 

@@ -16,13 +16,14 @@ Two levels are stored at a time, so where the widest level would hold more than
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from math import comb
 
 from sqlglot import exp
 
-from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.itemsets import level_query
+from setanon_sql.backends.base import Backend, Params
+from setanon_sql.models.km.itemsets import level_query, rare_itemsets
 
 # The widest level stored: at 17 columns (ℓ = 8) about 2 GB before compression. The fine cut
 # above holds 13.8 M rows at its widest; a σ = 0.999 certificate priced at 1 M users may
@@ -75,3 +76,20 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
     finally:
         if previous is not None:
             backend.drop_table(previous)
+
+
+@contextmanager
+def rare_itemsets_of(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
+                     params: Params, name: exp.Table) -> Iterator[exp.Table]:
+    """The itemsets of ``level`` with fewer than ``below`` holders as table ``name``
+    (:func:`.itemsets.rare_itemsets`), dropped when the block ends.
+
+    Stored before the level's rows are joined to them, they are counted once, by one parallel
+    aggregate. In one statement PostgreSQL's parallel workers each built the aggregate's hash
+    table themselves: three scans of the 12.2 M rows of the 9-node level of 100,000 CDR-like
+    users at σ = 0.999, 12.2 of the statement's 15.0 s (EXPLAIN ANALYZE)."""
+    try:
+        backend.materialize(name, rare_itemsets(level, size, below), params, working=True)
+        yield name
+    finally:
+        backend.drop_table(name)
