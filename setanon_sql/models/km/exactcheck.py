@@ -226,7 +226,7 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
         params = {f"k{ell}": ks[ell] for ell in ells}
         with ExitStack() as stack:
             rare = None
-            if level is not None and shape_table is not None and size < ells[-1]:
+            if level is not None and shape_table is not None:
                 rare = stack.enter_context(rare_itemsets_of(
                     backend, level, size, loosest_k(ells), params, shape_table(f"rare{size}")))
             with enumeration_joins(backend, 1 if level is not None else size):

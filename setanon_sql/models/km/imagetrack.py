@@ -81,10 +81,6 @@ class ImageTracker:
             part = self._table(f"part{size}")
             parts.append(part)
             params = {"k": self.k}
-            if size == self.ell:  # its rows are not counted (:func:`violating_images`)
-                b.materialize(part, violating_image_part(counts, size, self.ell, level=level),
-                              params, working=True)
-                return
             with rare_itemsets_of(b, level, size, exp.Placeholder(this="k"), params,
                                   self._table(f"rare{size}")) as rare:
                 b.materialize(part, violating_image_part(counts, size, self.ell, level=level,

@@ -25,7 +25,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend, Params
 from setanon_sql.models.km.itemsets import level_query, rare_itemsets
 
-# The widest level stored: at 17 columns (ℓ = 8) about 2 GB before compression. The fine cut
+# The widest level stored: at 9 columns (ℓ = 8) about 2.9 GB before compression. The fine cut
 # above holds 13.8 M rows at its widest; a σ = 0.999 certificate priced at 1 M users may
 # enumerate 10^9 rows, which the chain streams and the levels would store.
 LEVEL_ROWS_MAX = 40_000_000
@@ -43,8 +43,8 @@ def fits_levels(lengths: list[tuple[int, int]], deepest: int) -> bool:
 
 def level_bytes(lengths: list[tuple[int, int]], deepest: int) -> int:
     """About the bytes of the widest level up to ``deepest`` nodes: 8 a value, a record id and
-    a node and a count per position."""
-    return max(level_rows(lengths, size) * (1 + 2 * size) * 8 for size in range(1, deepest + 1))
+    a node per position."""
+    return max(level_rows(lengths, size) * (1 + size) * 8 for size in range(1, deepest + 1))
 
 
 def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, int]],
