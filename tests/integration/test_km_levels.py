@@ -1,9 +1,8 @@
 """Enumerating the records' itemsets level by level (models/km/levels.py) against the chain of
 joins of one statement per size: the levels' rows, each size's violating images and their
-bounds (with the level's itemsets below k stored first, or not), verify's per-size figures and
-the tracker's images must be the same, on every backend, for several cuts; no level is left
-behind; and the chain still serves where a level would be
-too wide.
+bounds (from the whole level, or from its rows of itemsets below k stored first), verify's
+per-size figures and the tracker's images must be the same, on every backend, for several
+cuts; no level is left behind; and the chain still serves where a level would be too wide.
 
 The chain is itself checked against the brute-force oracle in test_km_exactcheck.py, so
 equality here carries that check over.
@@ -32,7 +31,7 @@ from setanon_sql.models.km.levels import (
     fits_levels,
     for_each_level,
     level_rows,
-    rare_itemsets_of,
+    rows_below_of,
 )
 from setanon_sql.models.km.shapes import record_lengths
 from tests.integration.test_km_imagetrack import _search
@@ -60,19 +59,20 @@ def test_each_level_gives_the_chains_rows_and_images(db: Backend, tmp_path: Path
         assert len(level_rows_) == level_rows(lengths, size)
         by_level = _rows(db, violating_image_part(counts, size, ell, level=level), {"k": k})
         assert by_level == _rows(db, violating_image_part(counts, size, ell), {"k": k})
-        with rare_itemsets_of(db, level, size, exp.Placeholder(this="k"), {"k": k},
-                              db.table("t_rare")) as rare:
-            assert by_level == _rows(db, violating_image_part(counts, size, ell, level=level,
-                                                              rare=rare), {"k": k})
+        with rows_below_of(db, level, size, exp.Placeholder(this="k"), {"k": k},
+                           db.table("t_rare"), db.table("t_below")) as below:
+            assert not db.table_names("t_rare")
+            assert by_level == _rows(db, violating_image_part(counts, size, ell, level=below),
+                                     {"k": k})
         found += len(by_level)
         ells = list(range(size, ell + 1))
         params = {f"k{e}": ks[f"k{e}"] for e in ells}
         by_chain = _rows(db, image_violations(counts, size, ells), params)
         assert _rows(db, image_violations(counts, size, ells, level=level), params) == by_chain
-        with rare_itemsets_of(db, level, size, loosest_k(ells), params,
-                              db.table("t_rare")) as rare:
-            assert (_rows(db, image_violations(counts, size, ells, level=level, rare=rare),
-                          params) == by_chain)
+        with rows_below_of(db, level, size, loosest_k(ells), params, db.table("t_rare"),
+                           db.table("t_below")) as below:
+            assert _rows(db, image_violations(counts, size, ells, level=below),
+                         params) == by_chain
 
     for_each_level(db, counts, lengths, ell, lambda size: db.table(f"t_level{size}"), visit)
     assert seen == list(range(1, ell + 1))
@@ -131,6 +131,6 @@ def test_the_tracker_and_verify_find_the_chains_images_either_way(
         assert (together[e].rows, together[e].images) == (alone.rows, alone.images)
         assert together[e].share == pytest.approx(alone.share, rel=1e-12)
     assert not db.table_names("t_")
-    for purpose in ("lvlevel", "lvpart", "lvrare"):
+    for purpose in ("lvlevel", "lvpart", "lvrare", "lvbelow"):
         assert not db.table_names(gen.table(purpose).name)
     db.drop_table(counts)

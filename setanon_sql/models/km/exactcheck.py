@@ -74,7 +74,7 @@ from setanon_sql.models.km.itemsets import (
     itemset_occurrences,
     loosest_k,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level, rare_itemsets_of
+from setanon_sql.models.km.levels import fits_levels, for_each_level, rows_below_of
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
@@ -225,12 +225,12 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
         ells = sorted(ell for ell in ks if ell >= size)
         params = {f"k{ell}": ks[ell] for ell in ells}
         with ExitStack() as stack:
-            rare = None
             if level is not None and shape_table is not None:
-                rare = stack.enter_context(rare_itemsets_of(
-                    backend, level, size, loosest_k(ells), params, shape_table(f"rare{size}")))
+                level = stack.enter_context(rows_below_of(
+                    backend, level, size, loosest_k(ells), params, shape_table(f"rare{size}"),
+                    shape_table(f"below{size}")))
             with enumeration_joins(backend, 1 if level is not None else size):
-                row = backend.query(image_violations(counts, size, ells, shapes, level, rare),
+                row = backend.query(image_violations(counts, size, ells, shapes, level),
                                     params)[0]
         for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
             images[ell] += int(found)

@@ -24,7 +24,7 @@ from setanon_sql.models.km.itemsets import (
     violating_image_part,
     violating_image_rows,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level, rare_itemsets_of
+from setanon_sql.models.km.levels import fits_levels, for_each_level, rows_below_of
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import union_all
 
@@ -81,10 +81,10 @@ class ImageTracker:
             part = self._table(f"part{size}")
             parts.append(part)
             params = {"k": self.k}
-            with rare_itemsets_of(b, level, size, exp.Placeholder(this="k"), params,
-                                  self._table(f"rare{size}")) as rare:
-                b.materialize(part, violating_image_part(counts, size, self.ell, level=level,
-                                                         rare=rare), params, working=True)
+            with rows_below_of(b, level, size, exp.Placeholder(this="k"), params,
+                               self._table(f"rare{size}"), self._table(f"below{size}")) as rows:
+                b.materialize(part, violating_image_part(counts, size, self.ell, level=rows),
+                              params, working=True)
 
         try:
             for_each_level(b, counts, lengths, self.ell,

@@ -155,22 +155,24 @@ def _with_item_counts(holders: exp.Select, counts: exp.Table, size: int) -> exp.
 
 def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
                              shapes: RecordShapes | None, below: exp.Expr, counted: bool,
-                             level: exp.Table | None = None, rare: exp.Table | None = None
+                             level: exp.Table | None = None
                              ) -> tuple[exp.Select, list[exp.Expr]]:
     """(occurrences, the per-node item counts c_1..c_size as its rows name them): with
     ``shapes``, of the itemsets whose support is under ``below`` only, enumerated over the
     records' distinct node sets (:func:`shape_occurrences`); else of the records' itemsets,
     those under ``below`` only where the rows' bound is ``counted`` (:func:`rare_occurrences`:
     where it is the product of the counts, an image of ℓ nodes, every row costs less than the
-    join back would); with ``level``, read from that table (:func:`level_query` of ``table``)
-    instead of enumerated, those under ``below`` only at every size (the level holds no
-    counts: they are read for those rows, :func:`_with_item_counts`), found by a join with
-    ``rare`` where given (:func:`rare_itemsets` of ``level``). The callers group them by
+    join back would); with ``level``, read from that table instead of enumerated, with the
+    counts read for its rows (:func:`_with_item_counts`; a level holds none). ``level``: the
+    rows (record_id, n1..n_size) of the records' itemsets, all (:func:`level_query` of
+    ``table``) or those of the itemsets under ``below`` (:func:`.levels.rows_below_of`): every
+    row of an itemset it holds, so their count is its support. The callers group them by
     itemset and keep those under ``below``."""
     if level is not None:
         assert shapes is None and touching is None
-        rows = _with_item_counts(_rows_below(level, size, below, rare, with_counts=False),
-                                 table, size)
+        rows = _with_item_counts(exp.select(*(exp.column(c, quoted=True) for c in (
+            "record_id", *(f"n{j}" for j in range(1, size + 1))))).from_(level.copy()),
+            table, size)
     elif shapes is None:
         occurrences = itemset_occurrences(table, size, touching=touching)
         counts: list[exp.Expr] = [_col(f"g{j}", "c") for j in range(1, size + 1)]
@@ -211,21 +213,30 @@ def rare_itemsets(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
             .having(exp.func("count", exp.Star()) < below.copy(), copy=False))
 
 
-def _rows_below(source: exp.Table, size: int, below: exp.Expr, rare: exp.Table | None = None,
-                with_counts: bool = True) -> exp.Select:
-    """(record_id, n1..n_size, c1..c_size) of the rows of ``source`` (those columns; without
-    c1..c_size unless ``with_counts``) whose itemset n1..n_size has fewer than ``below`` rows:
-    the supports counted by one aggregate (:func:`rare_itemsets`; or read from ``rare``, a
-    table of its rows), the rows of the itemsets under ``below`` joined back
-    (:func:`rare_occurrences`, and the levels of :mod:`.levels`)."""
-    nodes = [f"n{j}" for j in range(1, size + 1)]
-    keys = (rare_itemsets(source, size, below).subquery("r", copy=False) if rare is None
-            else with_alias(rare, "r"))
-    columns = ["record_id", *nodes, *(f"c{j}" for j in range(1, size + 1) if with_counts)]
+def _rows_below(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
+    """(record_id, n1..n_size, c1..c_size) of the rows of ``source`` (those columns) whose
+    itemset n1..n_size has fewer than ``below`` rows: the supports counted by one aggregate
+    (:func:`rare_itemsets`), the rows of the itemsets under ``below`` joined back
+    (:func:`rare_occurrences`)."""
+    keys = rare_itemsets(source, size, below).subquery("r", copy=False)
+    return _rows_of(source, keys, ["record_id", *(f"n{j}" for j in range(1, size + 1)),
+                                   *(f"c{j}" for j in range(1, size + 1))], size)
+
+
+def rows_of_itemsets(level: exp.Table, itemsets: exp.Table, size: int) -> exp.Select:
+    """(record_id, n1..n_size): the rows of ``level`` (:func:`level_query`) whose itemset is one
+    of ``itemsets(n1..n_size)`` (:func:`rare_itemsets` of the level, stored)."""
+    return _rows_of(level, with_alias(itemsets, "r"),
+                    ["record_id", *(f"n{j}" for j in range(1, size + 1))], size)
+
+
+def _rows_of(source: exp.Table, keys: exp.Expr, columns: list[str], size: int) -> exp.Select:
+    """``columns`` of the rows of ``source`` (alias s) whose n1..n_size are a row of ``keys``
+    (alias r)."""
     return (exp.select(*(_col("s", c).as_(c, quoted=True) for c in columns))
             .from_(with_alias(source, "s"), copy=False)
-            .join(keys, on=exp.and_(
-                *(_col("s", n).eq(_col("r", n)) for n in nodes)), copy=False))
+            .join(keys, on=exp.and_(*(_col("s", f"n{j}").eq(_col("r", f"n{j}"))
+                                      for j in range(1, size + 1))), copy=False))
 
 
 def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str) -> exp.Select:
@@ -513,8 +524,8 @@ def _inclusion_exclusion(counts: Sequence[exp.Expr], ell: int) -> exp.Expr:
 
 
 def violating_images(table: exp.Table, size: int, ell: int, touching: str | None = None,
-                     shapes: RecordShapes | None = None, level: exp.Table | None = None,
-                     rare: exp.Table | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None,
+                     level: exp.Table | None = None) -> exp.Select:
     """(n1..n_size, x): the ``size``-itemsets G of ``table(record_id, node_id, c)`` (``c``
     counts the record's original items under the node) with support in [1, :k) and a holder
     with at least ℓ items under G's nodes (the violating images of ℓ-itemsets of D,
@@ -524,11 +535,11 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
     rows of itemsets below k only, :func:`rare_occurrences`). ``touching``: only the
     images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
     enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows.
-    ``level``: the records' itemsets read from that table (:func:`level_query`), the same rows;
-    ``rare``: its itemsets below k (:func:`rare_itemsets`)."""
+    ``level``: the records' itemsets read from that table (:func:`level_query`, or its rows of
+    itemsets below k, :func:`.levels.rows_below_of`), the same rows."""
     occurrences, counts = _occurrences_with_counts(table, size, touching, shapes,
                                                    exp.Placeholder(this="k"), size < ell,
-                                                   level, rare)
+                                                   level)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     below_k = exp.func("count", exp.Star()) < exp.Placeholder(this="k")
     summed = exp.select(*nodes, exp.func("sum", exp.column("x", quoted=True))
@@ -557,20 +568,20 @@ def loosest_k(ells: Sequence[int]) -> exp.Expr:
 
 
 def image_violations(table: exp.Table, size: int, ells: Sequence[int],
-                     shapes: RecordShapes | None = None, level: exp.Table | None = None,
-                     rare: exp.Table | None = None) -> exp.Select:
+                     shapes: RecordShapes | None = None,
+                     level: exp.Table | None = None) -> exp.Select:
     """(images, itemsets) for each ℓ of ``ells`` (each >= ``size``), in that order: how many
     :func:`violating_images` of this size there are for ℓ (support below ``:k<ℓ>``, e.g.
     ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
     verify checks several sizes on one cut, which used to enumerate each size once per ℓ.
     ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`);
-    ``level``: read from that table (:func:`level_query`); ``rare``: its itemsets below the
-    loosest bound (:func:`rare_itemsets`)."""
+    ``level``: read from that table (:func:`level_query`, or its rows of itemsets below the
+    loosest bound, :func:`.levels.rows_below_of`)."""
     assert ells and min(ells) >= size
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
     loosest = loosest_k(ells)
     occurrences, counts = _occurrences_with_counts(table, size, None, shapes, loosest,
-                                                   max(ells) > size, level, rare)
+                                                   max(ells) > size, level)
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, size + 1)]
     cover = _cover(counts)
     xs = [(ell, _one_per_node(counts) if ell == size else exact_cover_count(counts, ell))
@@ -617,8 +628,7 @@ def violating_image_rows(table: exp.Table, ell: int, touching: str | None = None
 
 def violating_image_part(table: exp.Table, size: int, ell: int, touching: str | None = None,
                          shapes: RecordShapes | None = None,
-                         level: exp.Table | None = None,
-                         rare: exp.Table | None = None) -> exp.Select:
+                         level: exp.Table | None = None) -> exp.Select:
     """The rows of :func:`violating_image_rows` of one image size (:func:`violating_images`
     with the same arguments)."""
     nodes = [exp.column(f"n{j}", quoted=True) if j <= size
@@ -627,7 +637,7 @@ def violating_image_part(table: exp.Table, size: int, ell: int, touching: str | 
     return (exp.select(exp.Literal.number(size).as_("size", quoted=True), *nodes,
                        exp.column("x", quoted=True))
             .from_(violating_images(table, size, ell, touching=touching, shapes=shapes,
-                                    level=level, rare=rare)
+                                    level=level)
                    .subquery(f"v{size}", copy=False), copy=False))
 
 

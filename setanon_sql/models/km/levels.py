@@ -23,7 +23,7 @@ from math import comb
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params
-from setanon_sql.models.km.itemsets import level_query, rare_itemsets
+from setanon_sql.models.km.itemsets import level_query, rare_itemsets, rows_of_itemsets
 
 # The widest level stored: at 9 columns (ℓ = 8) about 2.9 GB before compression. The fine cut
 # above holds 13.8 M rows at its widest; a σ = 0.999 certificate priced at 1 M users may
@@ -78,18 +78,28 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
             backend.drop_table(previous)
 
 
-@contextmanager
-def rare_itemsets_of(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
-                     params: Params, name: exp.Table) -> Iterator[exp.Table]:
-    """The itemsets of ``level`` with fewer than ``below`` holders as table ``name``
-    (:func:`.itemsets.rare_itemsets`), dropped when the block ends.
 
-    Stored before the level's rows are joined to them, they are counted once, by one parallel
-    aggregate. In one statement PostgreSQL's parallel workers each built the aggregate's hash
-    table themselves: three scans of the 12.2 M rows of the 9-node level of 100,000 CDR-like
-    users at σ = 0.999, 12.2 of the statement's 15.0 s (EXPLAIN ANALYZE)."""
+@contextmanager
+def rows_below_of(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
+                  params: Params, itemsets: exp.Table, rows: exp.Table) -> Iterator[exp.Table]:
+    """The rows of ``level`` of the itemsets with fewer than ``below`` holders, stored as
+    ``rows`` (record_id, n1..n_size) for the block and then dropped; those itemsets are stored
+    first as ``itemsets`` (:func:`.itemsets.rare_itemsets`), dropped once ``rows`` is built.
+    What the level's visits read (:func:`.itemsets.violating_images` and
+    :func:`.itemsets.image_violations`): the records' items under the nodes are read for
+    these rows alone.
+
+    Three statements, each on tables whose sizes the engine knows. In one statement
+    PostgreSQL's parallel workers each built the aggregate's hash table themselves (three
+    scans of the 12.2 M rows of the 9-node level of 100,000 CDR-like users at σ = 0.999, 12.2
+    of the statement's 15.0 s, EXPLAIN ANALYZE); with the itemsets stored but their rows not,
+    it estimated 318 rows of the 10-node level's 119,161 and joined all its 8.9 M rows to the
+    records' items first (74.6 s where the three statements take a few)."""
     try:
-        backend.materialize(name, rare_itemsets(level, size, below), params, working=True)
-        yield name
+        backend.materialize(itemsets, rare_itemsets(level, size, below), params, working=True)
+        backend.materialize(rows, rows_of_itemsets(level, itemsets, size), working=True)
+        backend.drop_table(itemsets)
+        yield rows
     finally:
-        backend.drop_table(name)
+        backend.drop_table(itemsets)
+        backend.drop_table(rows)
