@@ -81,9 +81,10 @@ def level_query(table: exp.Table, size: int, previous: exp.Table | None) -> exp.
     by one join: each row grows by one node after its last. Level by level, every join is done
     once (:mod:`.levels`); the chain of ``size`` joins redoes the ones of the smaller sizes in
     every statement. The records' items under each node are not stored: they are read for
-    the rows of itemsets below k only (:func:`_occurrences_with_counts`). With them, the
-    levels of 100,000 CDR-like users at σ = 0.999 (up to 12.2 M rows a level) took 321.2 s
-    of the search on PostgreSQL and 46.3 s on DuckDB, writing 1 + 2·size columns a row."""
+    the rows of itemsets below k only (:func:`_occurrences_with_counts`). With them, 1 +
+    2·size columns a row, the levels of 100,000 CDR-like users at σ = 0.999 (up to 12.2 M
+    rows a level) took 347.0 s of the search on PostgreSQL and 24.2 s on DuckDB; without,
+    246.0 and 15.6 s (BENCHMARKS.md, km, "Built (stop 88)")."""
     if previous is None:
         return exp.select(exp.column("record_id", quoted=True),
                           exp.column("node_id", quoted=True).as_("n1", quoted=True)).from_(
