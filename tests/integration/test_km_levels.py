@@ -82,13 +82,15 @@ def test_each_level_gives_the_chains_rows_and_images(db: Backend, tmp_path: Path
 
 
 @pytest.mark.parametrize(("seed", "nodes", "ell", "k"), CASES[:3])
-def test_a_level_is_dropped_when_a_visit_fails(db: Backend, tmp_path: Path, seed: int,
-                                               nodes: int, ell: int, k: int) -> None:
+def test_a_level_and_its_rows_below_k_are_dropped_when_a_visit_fails(
+        db: Backend, tmp_path: Path, seed: int, nodes: int, ell: int, k: int) -> None:
     _, counts = _counts(db, tmp_path, seed, nodes)
 
     def visit(size: int, level: exp.Table) -> None:
-        if size == 2:
-            raise KeyboardInterrupt
+        if size == 2:  # while the level's rows below k are stored
+            with rows_below_of(db, level, size, exp.Placeholder(this="k"), {"k": k},
+                               db.table("t_rare"), db.table("t_below")):
+                raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         for_each_level(db, counts, record_lengths(db, counts), ell,

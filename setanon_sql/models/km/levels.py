@@ -78,7 +78,6 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
             backend.drop_table(previous)
 
 
-
 @contextmanager
 def rows_below_of(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
                   params: Params, itemsets: exp.Table, rows: exp.Table) -> Iterator[exp.Table]:
