@@ -11,6 +11,7 @@ equality here carries that check over.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlglot import exp
@@ -133,6 +134,90 @@ def test_the_tracker_and_verify_find_the_chains_images_either_way(
         assert (together[e].rows, together[e].images) == (alone.rows, alone.images)
         assert together[e].share == pytest.approx(alone.share, rel=1e-12)
     assert not db.table_names("t_")
-    for purpose in ("lvlevel", "lvpart", "lvrare", "lvbelow"):
+    for purpose in ("lvpart", "keptrare"):
         assert not db.table_names(gen.table(purpose).name)
+    kept = db.table_names(gen.table("kept").name)  # the search keeps the rows below k
+    assert bool(kept) == by_levels
+    gen.drop_work_tables()
+    assert not db.table_names(gen.table("kept").name)
+    db.drop_table(counts)
+
+
+@pytest.mark.usefixtures("no_shapes")
+@pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4)])
+@pytest.mark.on_spark(seeds=[2])
+def test_kept_levels_are_built_once_per_cut_and_k_and_give_the_chains_images(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int,
+        k: int) -> None:
+    gen = _search(db, tmp_path, seed)
+    built: list[int] = []
+    build = levels_module._build_level
+
+    def counted(backend: Backend, table: exp.Table, size: int, *rest: Any) -> None:
+        built.append(size)
+        build(backend, table, size, *rest)
+
+    monkeypatch.setattr(levels_module, "_build_level", counted)
+
+    def images_of(ell: int, k_: int, prefix: str) -> list[int]:
+        """Start a tracker of ``ell`` on the current cut, compare its images with the chain's
+        and say which levels it built."""
+        built.clear()
+        counts = gen.table("tcounts")
+        db.materialize(counts, "km_generalized_counts", None,
+                       {"items": gen.items, "cut": gen.cut})
+        tracker = ImageTracker(gen, ell, k_, prefix=prefix)
+        images = tracker.start(counts)
+        assert (_rows(db, exp.select("*").from_(images.copy()), {})
+                == _rows(db, violating_image_rows(counts, ell), {"k": k_}))
+        tracker.drop()
+        db.drop_table(counts)
+        return list(built)
+
+    assert images_of(2, k, "a") == [1, 2]
+    assert images_of(4, k, "b") == [3, 4]  # from the deepest level kept
+    assert images_of(3, k, "c") == []
+    assert images_of(3, k + 1, "d") == [1, 2, 3]  # another k: every level again
+    before = gen.version
+    tracker = ImageTracker(gen, 3, k, prefix="e")
+    counts = gen.table("tcounts")
+    db.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
+    images = tracker.start(counts)
+    assert tracker.tally()[0], "the case should have violating images"
+    assert gen.merge_images(images, 3, "ncp", 0.5)
+    tracker.drop()
+    db.drop_table(counts)
+    assert gen.version > before
+    assert images_of(3, k, "f") == [1, 2, 3]  # another cut: every level again
+    gen.drop_work_tables()
+    assert not db.table_names(gen.table("kept").name)
+
+
+@pytest.mark.usefixtures("no_shapes")
+def test_kept_levels_are_all_dropped_when_building_one_fails(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = _search(db, tmp_path, 2)
+    counts = gen.table("tcounts")
+    db.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
+    lengths = record_lengths(db, counts)
+    gen.kept_levels.each((gen.version, 2), counts, lengths, 2, lambda size, rows: None)
+    assert db.table_names(gen.table("keptbelow2").name)
+    store = levels_module._store_rows_below
+
+    def interrupted(backend: Backend, level: exp.Table, size: int, *rest: Any) -> None:
+        if size == 4:  # after its level is built, while its rows below k are
+            raise KeyboardInterrupt
+        store(backend, level, size, *rest)
+
+    monkeypatch.setattr(levels_module, "_store_rows_below", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        gen.kept_levels.each((gen.version, 2), counts, lengths, 4, lambda size, rows: None)
+    assert not db.table_names(gen.table("kept").name)
+    assert gen.kept_levels.key is None and not gen.kept_levels.rows
+    seen: list[int] = []
+    monkeypatch.setattr(levels_module, "_store_rows_below", store)
+    gen.kept_levels.each((gen.version, 2), counts, lengths, 3,
+                         lambda size, rows: seen.append(size))
+    assert seen == [1, 2, 3]
+    gen.drop_work_tables()
     db.drop_table(counts)

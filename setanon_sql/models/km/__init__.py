@@ -219,6 +219,7 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
                               [dict(entry) for entry in after])
     finally:
         sampler.release()
+        gen.kept_levels.drop()
     figures["rounds"] = history
     figures["utility_by_size"] = after
     if chosen.sampled:

@@ -20,6 +20,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.errors import SetanonError
 from setanon_sql.models.km.itemsets import image_nodes
+from setanon_sql.models.km.levels import KeptLevels
 from setanon_sql.runs import RunContext
 
 
@@ -33,6 +34,12 @@ class CutSearch(ABC):
     dict: exp.Table
     prefix: str = field(default="", kw_only=True)
     version: int = field(default=0, kw_only=True)
+    # The enumeration's rows below k of the current cut, kept for its next enumeration
+    # (:class:`.levels.KeptLevels`: keyed by version, so a merge makes them stale).
+    kept_levels: KeptLevels = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kept_levels = KeptLevels(self.backend, lambda purpose: self.table(f"kept{purpose}"))
 
     def table(self, purpose: str) -> exp.Table:
         """A work table of this search (``prefix`` keeps independent trials apart)."""
@@ -123,6 +130,7 @@ class CutSearch(ABC):
     def start_from(self, kept: exp.Table) -> None:
         """Make ``kept`` (a whole :meth:`copy_cut` of a search over the same items) the current
         cut: called after :meth:`prepare`, it replaces the identity cut."""
+        self.kept_levels.drop()  # the same version now names another cut
         self.backend.drop_table(self.cut)
         self.backend.materialize(self.cut, exp.select("*").from_(kept.copy()))
 
@@ -160,6 +168,7 @@ class CutSearch(ABC):
         b.drop_table(pubid)
 
     def drop_work_tables(self) -> None:
+        self.kept_levels.drop()
         for table in (*self.fixed.values(), self.cut):
             self.backend.drop_table(table)
 

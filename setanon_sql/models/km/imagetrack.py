@@ -24,7 +24,7 @@ from setanon_sql.models.km.itemsets import (
     violating_image_part,
     violating_image_rows,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level, rows_below_of
+from setanon_sql.models.km.levels import fits_levels
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import union_all
 
@@ -73,22 +73,21 @@ class ImageTracker:
     def _start_by_levels(self, counts: exp.Table, lengths: list[tuple[int, int]],
                          images: exp.Table) -> None:
         """``images`` as :func:`.itemsets.violating_image_rows` of ``counts``, each size read
-        from its level (:mod:`.levels`) into a part, the parts then put together."""
+        from its level's rows below k (:class:`.levels.KeptLevels` of the search: those an
+        enumeration of this cut and k kept are not built again) into a part, the parts then
+        put together."""
         b = self.gen.backend
         parts: list[exp.Table] = []
 
-        def visit(size: int, level: exp.Table) -> None:
+        def visit(size: int, rows: exp.Table) -> None:
             part = self._table(f"part{size}")
             parts.append(part)
-            params = {"k": self.k}
-            with rows_below_of(b, level, size, exp.Placeholder(this="k"), params,
-                               self._table(f"rare{size}"), self._table(f"below{size}")) as rows:
-                b.materialize(part, violating_image_part(counts, size, self.ell, level=rows),
-                              params, working=True)
+            b.materialize(part, violating_image_part(counts, size, self.ell, level=rows),
+                          {"k": self.k}, working=True)
 
         try:
-            for_each_level(b, counts, lengths, self.ell,
-                           lambda size: self._table(f"level{size}"), visit)
+            self.gen.kept_levels.each((self.gen.version, self.k), counts, lengths, self.ell,
+                                      visit)
             b.materialize(images, union_all([exp.select(exp.Star()).from_(part.copy())
                                              for part in parts], copy=False))
         finally:
