@@ -10,8 +10,9 @@ supports are read from its level. That run's first tries of the certificate and 
 took 74.6 → 34.7 s on DuckDB and 729.2 → 485.4 s on PostgreSQL, where the chain's statement
 also ran in one process, its rows named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
 
-Two levels are stored at a time, so where the widest level would hold more than
-:data:`LEVEL_ROWS_MAX` rows the callers enumerate by the chain, which stores none.
+Two levels are stored at a time, and the level of 2 nodes (the deeper ones grow by it), so
+where the widest level would hold more than :data:`LEVEL_ROWS_MAX` rows the callers enumerate
+by the chain, which stores none.
 """
 
 from __future__ import annotations
@@ -53,37 +54,70 @@ def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, 
                    visit: Callable[[int, exp.Table], None]) -> None:
     """Build the levels of 1..``deepest`` nodes of ``table(record_id, node_id, c)`` as tables
     ``name(size)`` and call ``visit(size, level)`` on each, in increasing size. A level is
-    dropped once the next is built, and the last one at the end, whatever happens.
-    ``lengths``: the (nodes, records) pairs of ``table``.
+    dropped once the next is built (the level of 2 nodes at the end: the deeper ones grow by
+    it), and the last one at the end, whatever happens. ``lengths``: the (nodes, records)
+    pairs of ``table``.
 
     A level is read by the next level and by its visit, then dropped: the engine may store it
     for speed (:meth:`.Backend.short_lived_tables`; on DuckDB in memory where it fits: the
     levels of the run above took 70.7 s in the file, compressed as they were written, and
     25.3 s in memory)."""
-    previous: exp.Table | None = None
-    widest = level_bytes(lengths, deepest)
+    chain = _Chain(backend, table, level_bytes(lengths, deepest))
     try:
         for size in range(1, deepest + 1):
-            current = name(size)  # once a size: ``name`` may draw a fresh name each call
-            try:
-                _build_level(backend, table, size, previous, current, widest)
-            finally:
-                if previous is not None:
-                    backend.drop_table(previous)
-            previous = current
-            visit(size, current)
+            # once a size: ``name`` may draw a fresh name each call
+            visit(size, chain.grow(size, name(size)))
     finally:
-        if previous is not None:
-            backend.drop_table(previous)
+        chain.drop()
+
+
+@dataclass
+class _Chain:
+    """The levels of ``table`` being built one from the other: the deepest so far, and the
+    level of 2 nodes (:func:`.itemsets.level_query`: the deeper levels grow by it), kept
+    until :meth:`drop`. ``widest``: the bytes of the widest level its caller builds."""
+
+    backend: Backend
+    table: exp.Table
+    widest: int
+    deepest: exp.Table | None = None
+    pairs: exp.Table | None = None
+
+    def grow(self, size: int, level: exp.Table) -> exp.Table:
+        """Build ``level``, of ``size`` nodes, from the deepest (of ``size`` - 1), which is
+        dropped unless it is the pairs; returns ``level``."""
+        try:
+            _build_level(self.backend, self.table, size, self.deepest, self.pairs, level,
+                         self.widest)
+        except BaseException:
+            self.backend.drop_table(level)
+            raise
+        finally:
+            self._drop_deepest()
+        self.deepest = level
+        if size == 2:
+            self.pairs = level
+        return level
+
+    def _drop_deepest(self) -> None:
+        if self.deepest is not None and self.deepest is not self.pairs:
+            self.backend.drop_table(self.deepest)
+        self.deepest = None
+
+    def drop(self) -> None:
+        self._drop_deepest()
+        if self.pairs is not None:
+            self.backend.drop_table(self.pairs)
+        self.pairs = None
 
 
 def _build_level(backend: Backend, table: exp.Table, size: int, previous: exp.Table | None,
-                 current: exp.Table, widest: int) -> None:
+                 pairs: exp.Table | None, current: exp.Table, widest: int) -> None:
     """``current``: the level of ``size`` nodes of ``table``, from ``previous`` (that of
-    ``size`` - 1; None at size 1), stored as a short-lived table (``widest``: the bytes of the
-    widest level its caller builds)."""
+    ``size`` - 1; None at size 1) and ``pairs`` (that of 2, from size 3 on), stored as a
+    short-lived table (``widest``: the bytes of the widest level its caller builds)."""
     with backend.short_lived_tables(widest):
-        backend.materialize(current, level_query(table, size, previous), working=True)
+        backend.materialize(current, level_query(table, size, previous, pairs), working=True)
 
 
 @contextmanager
@@ -141,7 +175,7 @@ class KeptLevels:
     name: Callable[[str], exp.Table]
     key: tuple[int, int] | None = None  # (cut version, k) of the kept rows
     rows: dict[int, exp.Table] = field(default_factory=dict)  # size -> its rows below k
-    deepest: exp.Table | None = None  # the level of max(rows) nodes
+    chain: _Chain | None = None  # the deepest level built (of max(rows) nodes), and pairs
 
     def each(self, key: tuple[int, int], table: exp.Table, lengths: list[tuple[int, int]],
              deepest: int, visit: Callable[[int, exp.Table], None]) -> None:
@@ -152,38 +186,33 @@ class KeptLevels:
         if key != self.key:
             self.drop()
             self.key = key
-        widest = level_bytes(lengths, deepest)
         for size in range(1, deepest + 1):
             if size not in self.rows:
-                self._extend(table, size, widest)
+                self._extend(table, size, level_bytes(lengths, deepest))
             visit(size, self.rows[size])
 
     def _extend(self, table: exp.Table, size: int, widest: int) -> None:
         """Build the level of ``size`` nodes from the deepest kept (``size`` - 1) and keep its
-        rows below k; the level it was built from is dropped. Whatever fails, nothing stays
-        (the kept sizes would no longer follow each other)."""
+        rows below k. Whatever fails, nothing stays (the kept sizes would no longer follow
+        each other)."""
         assert self.key is not None and len(self.rows) == size - 1
-        level = self.name(f"level{size}")
         try:
-            _build_level(self.backend, table, size, self.deepest, level, widest)
-            self._forget_deepest()
-            self.deepest = level
+            if self.chain is None:  # at size 1 (from 3 nodes on, levels grow by the pairs)
+                self.chain = _Chain(self.backend, table, widest)
+            self.chain.widest = widest  # the engine stores a level by this call's widest
+            level = self.chain.grow(size, self.name(f"level{size}"))
             rows = self.rows[size] = self.name(f"below{size}")
             _store_rows_below(self.backend, level, size, exp.Placeholder(this="k"),
                               {"k": self.key[1]}, self.name(f"rare{size}"), rows)
         except BaseException:
-            self.backend.drop_table(level)
             self.drop()
             raise
 
-    def _forget_deepest(self) -> None:
-        if self.deepest is not None:
-            self.backend.drop_table(self.deepest)
-            self.deepest = None
-
     def drop(self) -> None:
-        """Drop every kept table: the rows of each size and the deepest level."""
-        self._forget_deepest()
+        """Drop every kept table: the rows of each size and the levels kept."""
+        if self.chain is not None:
+            self.chain.drop()
+            self.chain = None
         for rows in self.rows.values():
             self.backend.drop_table(rows)
         self.rows.clear()
