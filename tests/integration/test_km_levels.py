@@ -19,9 +19,11 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km import levels as levels_module
 from setanon_sql.models.km import shapes as shapes_module
-from setanon_sql.models.km.exactcheck import share_bound, share_bounds
+from setanon_sql.models.km.enumsteer import steer_by_enumeration
+from setanon_sql.models.km.exactcheck import ExactCheck, share_bound, share_bounds
 from setanon_sql.models.km.imagetrack import ImageTracker
 from setanon_sql.models.km.itemsets import (
+    enumeration_rows,
     image_violations,
     itemset_occurrences,
     loosest_k,
@@ -221,3 +223,38 @@ def test_kept_levels_are_all_dropped_when_building_one_fails(
     assert seen == [1, 2, 3]
     gen.drop_work_tables()
     db.drop_table(counts)
+
+
+@pytest.mark.usefixtures("no_shapes")
+@pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4)])
+def test_a_start_is_priced_by_the_levels_it_builds_and_steering_by_it_first(
+        db: Backend, tmp_path: Path, seed: int, k: int) -> None:
+    gen = _search(db, tmp_path, seed)
+    counts = gen.table("tcounts")
+    db.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
+    lengths = record_lengths(db, counts)
+    full = enumeration_rows(lengths, 4)
+    assert ImageTracker(gen, 4, k, prefix="p").start_rows(lengths) == full
+    shallow = ImageTracker(gen, 2, k, prefix="a")
+    shallow.start(counts, lengths)
+    shallow.drop()
+    db.drop_table(counts)
+    missing = level_rows(lengths, 3) + level_rows(lengths, 4)
+    assert 0 < missing < full
+    assert ImageTracker(gen, 4, k + 1, prefix="p").start_rows(lengths) == full  # another k
+    # Steering with a budget the first round's levels fit and a full enumeration does not: one
+    # round, by enumeration; the samples go on from its cut unless it certified.
+    exact = ExactCheck(gen, 4, k, sigma=0.99)
+    version = gen.version
+    steered = steer_by_enumeration(exact, "ncp", 0.5, missing)
+    assert exact.tries == 1 and exact.first_rows == full
+    if steered is None:
+        assert len(exact.steered) == 1 and exact.steered[0]["merges"]
+        assert gen.version > version
+    else:
+        assert steered[-1]["certified_by"] == "exact"
+    assert ImageTracker(gen, 4, k, prefix="p").start_rows(lengths) == (
+        full if gen.version > version else 0)
+    exact.drop()
+    gen.drop_work_tables()
+    assert not db.table_names(gen.table("kept").name)

@@ -109,12 +109,17 @@ FAILING_POOLS = 5
 MAX_EXACT_ROWS = 200_000_000  # one check's self-join rows (its memory)
 
 
-def cheaper_than_samples(lengths: list[tuple[int, int]], ell: int, samples: float) -> bool:
+def cheaper_than_samples(lengths: list[tuple[int, int]], ell: int, samples: float,
+                         rows: int | None = None) -> bool:
     """Whether enumerating the ℓ-itemsets of records with these (nodes, records) ``lengths``
     costs no more than ``samples`` samples at :func:`sample_price`, within MAX_EXACT_ROWS: the
     one rule by which the search's certificate (:meth:`ExactCheck.worth`) and verify
-    (:func:`.verify.enumerated_shares`) choose enumeration over samples."""
-    return enumeration_rows(lengths, ell) <= min(MAX_EXACT_ROWS, sample_price(ell) * samples)
+    (:func:`.verify.enumerated_shares`) choose enumeration over samples. ``rows``: what the
+    enumeration builds, where the caller knows it is less than every itemset of every record
+    (:meth:`.imagetrack.ImageTracker.start_rows`)."""
+    if rows is None:
+        rows = enumeration_rows(lengths, ell)
+    return rows <= min(MAX_EXACT_ROWS, sample_price(ell) * samples)
 
 
 # |Ω^ℓ| is counted exactly (distinct ℓ-itemsets of D) when that enumerates at most OMEGA_ROWS
@@ -285,11 +290,14 @@ class ExactCheck:
     def worth(self, generalized_lengths: list[tuple[int, int]], samples: int) -> bool:
         """Whether to try the check on the current cut before drawing ``samples`` samples.
 
-        Priced as a full enumeration, though a try after the first enumerates only the records
+        The first try is priced by the levels it builds (:meth:`.imagetrack.ImageTracker.
+        start_rows`); a later one as a full enumeration, though it enumerates only the records
         the merges since touched (:meth:`certifies`): the price bounds what it costs."""
         if self.tried_version == self.gen.version:
             return False
-        return cheaper_than_samples(generalized_lengths, self.ell, samples)
+        tracker = self._tracker()
+        rows = None if tracker.started else tracker.start_rows(generalized_lengths)
+        return cheaper_than_samples(generalized_lengths, self.ell, samples, rows)
 
     def certifies(self, generalized_lengths: list[tuple[int, int]]) -> bool:
         """True when the share of ℓ-itemsets of D whose generalization has support in [1, k)
@@ -303,21 +311,26 @@ class ExactCheck:
         them."""
         gen, b = self.gen, self.gen.backend
         self.tries += 1
-        if self.tracker is None:
-            self.tracker = ImageTracker(gen, self.ell, self.k, prefix="c")
-        if self.tracker.started:
-            self.tracker.advance()
+        tracker = self._tracker()
+        if tracker.started:
+            tracker.advance()
         else:
             counts = gen.table("gcount")
             b.materialize(counts, "km_generalized_counts", None,
                           {"items": gen.items, "cut": gen.cut})
             try:
-                self.tracker.start(counts, generalized_lengths)
+                tracker.start(counts, generalized_lengths)
             finally:
                 b.drop_table(counts)
-        found, total = self.tracker.tally()
+        found, total = tracker.tally()
         rows = enumeration_rows(generalized_lengths, self.ell)
         return self.record(ShareBound(rows, found, self.share(found, total)))
+
+    def _tracker(self) -> ImageTracker:
+        """The kept violating images of this size's tries (made at the first)."""
+        if self.tracker is None:
+            self.tracker = ImageTracker(self.gen, self.ell, self.k, prefix="c")
+        return self.tracker
 
     def share(self, images: int, itemsets: float) -> float:
         """The bound on the violating share of Ω^ℓ from ``images`` violating images standing

@@ -20,6 +20,7 @@ from sqlglot import exp
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.itemsets import (
     enumeration_joins,
+    enumeration_rows,
     untouched_image_rows,
     violating_image_part,
     violating_image_rows,
@@ -57,6 +58,9 @@ class ImageTracker:
         images, b = self._table("images"), self.gen.backend
         if lengths is None:
             lengths = record_lengths(b, counts)
+        if self.gen.kept_levels.holds(self._key) and fits_levels(lengths, self.ell):
+            self._start_by_levels(counts, lengths, images)  # what is kept is not built again
+            return self._made(images)
         shapes = record_shapes(b, counts, self.ell, self._table, lengths)
         try:
             if shapes is None and fits_levels(lengths, self.ell):
@@ -69,6 +73,19 @@ class ImageTracker:
         finally:
             drop_shapes(b, shapes)
         return self._made(images)
+
+    @property
+    def _key(self) -> tuple[int, int]:
+        """What the search's kept levels are of (:class:`.levels.KeptLevels`)."""
+        return (self.gen.version, self.k)
+
+    def start_rows(self, lengths: list[tuple[int, int]]) -> int:
+        """The rows :meth:`start` on the current cut enumerates at most (``lengths``: its
+        records' (nodes, records) pairs): by levels, those of the levels not kept; else
+        every itemset of every record (the distinct node sets read fewer)."""
+        if fits_levels(lengths, self.ell):
+            return self.gen.kept_levels.rows_to_build(self._key, lengths, self.ell)
+        return enumeration_rows(lengths, self.ell)
 
     def _start_by_levels(self, counts: exp.Table, lengths: list[tuple[int, int]],
                          images: exp.Table) -> None:
@@ -86,8 +103,7 @@ class ImageTracker:
                           {"k": self.k}, working=True)
 
         try:
-            self.gen.kept_levels.each((self.gen.version, self.k), counts, lengths, self.ell,
-                                      visit)
+            self.gen.kept_levels.each(self._key, counts, lengths, self.ell, visit)
             b.materialize(images, union_all([exp.select(exp.Star()).from_(part.copy())
                                              for part in parts], copy=False))
         finally:

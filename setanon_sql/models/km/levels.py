@@ -191,6 +191,17 @@ class KeptLevels:
                 self._extend(table, size, level_bytes(lengths, deepest))
             visit(size, self.rows[size])
 
+    def rows_to_build(self, key: tuple[int, int], lengths: list[tuple[int, int]],
+                      deepest: int) -> int:
+        """The level rows :meth:`each` would build for these arguments: those of the sizes
+        not kept for ``key``."""
+        return sum(level_rows(lengths, size) for size in range(1, deepest + 1)
+                   if key != self.key or size not in self.rows)
+
+    def holds(self, key: tuple[int, int]) -> bool:
+        """Whether rows of the cut and k ``key`` names are kept."""
+        return key == self.key and bool(self.rows)
+
     def _extend(self, table: exp.Table, size: int, widest: int) -> None:
         """Build the level of ``size`` nodes from the deepest kept (``size`` - 1) and keep its
         rows below k. Whatever fails, nothing stays (the kept sizes would no longer follow
