@@ -91,7 +91,9 @@ def level_query(table: exp.Table, size: int, previous: exp.Table | None,
     its last node: a join on (record, node), where joining ``table`` on the record alone
     matched every row with each of its record's nodes and kept those after its last. On the
     levels of that run PostgreSQL's hash join tested 186.7 M matches to keep 13.8 M at 8
-    nodes, and the 11 levels took 46.7 s; joined to the pairs, 25.5 s (DuckDB 3.9 -> 3.4 s)."""
+    nodes, and the 11 levels took 46.7 s; joined to the pairs, 25.5 s (DuckDB 3.9 -> 3.4 s).
+    In that run's search and its pre-publish check, 127.4 -> 47.7 s (BENCHMARKS.md, km,
+    "Built (stop 89)")."""
     if previous is None:
         return exp.select(exp.column("record_id", quoted=True),
                           exp.column("node_id", quoted=True).as_("n1", quoted=True)).from_(
