@@ -226,7 +226,8 @@ def test_kept_levels_are_all_dropped_when_building_one_fails(
 
 
 @pytest.mark.usefixtures("no_shapes")
-@pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4)])
+# k = 1: no itemset is below k, so the first round certifies (the others merge)
+@pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4), (4, 1)])
 def test_a_start_is_priced_by_the_levels_it_builds_and_steering_by_it_first(
         db: Backend, tmp_path: Path, seed: int, k: int) -> None:
     gen = _search(db, tmp_path, seed)
