@@ -58,10 +58,9 @@ class ImageTracker:
         images, b = self._table("images"), self.gen.backend
         if lengths is None:
             lengths = record_lengths(b, counts)
-        if self.gen.kept_levels.holds(self._key) and fits_levels(lengths, self.ell):
-            self._start_by_levels(counts, lengths, images)  # what is kept is not built again
-            return self._made(images)
-        shapes = record_shapes(b, counts, self.ell, self._table, lengths)
+        # where the search kept levels of this cut, they are read, not the distinct node sets
+        kept = self.gen.kept_levels.holds(self._key) and fits_levels(lengths, self.ell)
+        shapes = None if kept else record_shapes(b, counts, self.ell, self._table, lengths)
         try:
             if shapes is None and fits_levels(lengths, self.ell):
                 self._start_by_levels(counts, lengths, images)

@@ -187,9 +187,10 @@ class KeptLevels:
         if key != self.key:
             self.drop()
             self.key = key
+        widest = level_bytes(lengths, deepest)
         for size in range(1, deepest + 1):
             if size not in self.rows:
-                self._extend(table, size, level_bytes(lengths, deepest))
+                self._extend(table, size, widest)
             visit(size, self.rows[size])
 
     def rows_to_build(self, key: tuple[int, int], lengths: list[tuple[int, int]],
