@@ -17,6 +17,7 @@ import pytest
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.km import levelkeys
 from setanon_sql.models.km import levels as levels_module
 from setanon_sql.models.km import shapes as shapes_module
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
@@ -30,7 +31,9 @@ from setanon_sql.models.km.itemsets import (
     violating_image_part,
     violating_image_rows,
 )
+from setanon_sql.models.km.levelkeys import KeyPacking
 from setanon_sql.models.km.levels import (
+    Level,
     fits_levels,
     for_each_level,
     level_rows,
@@ -47,37 +50,69 @@ CASES = [(1, 4, 3, 3), (2, 6, 2, 4), (3, 4, 3, 6), (5, 5, 3, 2), (2, 9, 4, 4)]
 @pytest.mark.on_spark(seeds=[2])
 def test_each_level_gives_the_chains_rows_and_images(db: Backend, tmp_path: Path, seed: int,
                                                      nodes: int, ell: int, k: int) -> None:
+    _check_levels(db, tmp_path, seed, nodes, ell, k)
+
+
+@pytest.mark.parametrize(("seed", "nodes", "ell", "k"), CASES[3:])
+@pytest.mark.parametrize("key_max", [8, 80])
+def test_levels_whose_itemsets_span_several_keys_give_the_chains_rows_and_images(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, nodes: int,
+        ell: int, k: int, key_max: int) -> None:
+    """Keys as narrow as ``key_max`` allows (levelkeys.py): 1 to 3 digits a key where a BIGINT
+    holds 14 or more at these node counts, so an itemset spans several keys and a level
+    starts new ones."""
+    monkeypatch.setattr(levelkeys, "BIGINT_MAX", key_max)
+    _check_levels(db, tmp_path, seed, nodes, ell, k)
+
+
+def test_a_key_holds_as_many_digits_as_a_bigint_allows() -> None:
+    assert KeyPacking.for_nodes(19) == KeyPacking(19, 14)  # 19^14 < 2^63 <= 19^15
+    assert KeyPacking.for_nodes(1303) == KeyPacking(1303, 6)
+    assert KeyPacking.for_nodes(1) == KeyPacking.for_nodes(2) == KeyPacking(2, 63)
+    assert KeyPacking(19, 14).keys(14) == ["k1"]
+    assert KeyPacking(19, 14).keys(15) == ["k1", "k2"]
+    for nodes in (2, 3, 19, 1303, 2**20, 2**31):
+        packing = KeyPacking.for_nodes(nodes)
+        assert packing.base ** packing.width - 1 <= 2**63 - 1 < packing.base ** (
+            packing.width + 1) - 1
+
+
+def _check_levels(db: Backend, tmp_path: Path, seed: int, nodes: int, ell: int,
+                  k: int) -> None:
     _, counts = _counts(db, tmp_path, seed, nodes)
     lengths = record_lengths(db, counts)
     ks = {f"k{e}": k + e for e in range(1, ell + 1)}  # a k per ℓ, as verify's
     seen: list[int] = []
     found = 0
 
-    def visit(size: int, level: exp.Table) -> None:
+    def visit(level: Level) -> None:
         nonlocal found
+        size = level.size
         seen.append(size)
-        names = ["record_id", *(f"n{j}" for j in range(1, size + 1))]
-        level_rows_ = _rows(db, exp.select(*names).from_(level.copy()), {})
+        names = [exp.column(c, quoted=True) for c in
+                 ("record_id", *(f"n{j}" for j in range(1, size + 1)))]
+        # every itemset is below a bound past the records: its keys decode to all the rows
+        with rows_below_of(db, level, exp.Placeholder(this="all"), {"all": 10**9},
+                           db.table("t_rare"), db.table("t_below")) as every:
+            level_rows_ = _rows(db, exp.select(*names).from_(every.copy()), {})
         assert level_rows_ == _rows(db, itemset_occurrences(counts, size), {})
         assert len(level_rows_) == level_rows(lengths, size)
-        by_level = _rows(db, violating_image_part(counts, size, ell, level=level), {"k": k})
-        assert by_level == _rows(db, violating_image_part(counts, size, ell), {"k": k})
-        with rows_below_of(db, level, size, exp.Placeholder(this="k"), {"k": k},
+        by_chain_part = _rows(db, violating_image_part(counts, size, ell), {"k": k})
+        with rows_below_of(db, level, exp.Placeholder(this="k"), {"k": k},
                            db.table("t_rare"), db.table("t_below")) as below:
             assert not db.table_names("t_rare")
-            assert by_level == _rows(db, violating_image_part(counts, size, ell, level=below),
-                                     {"k": k})
-        found += len(by_level)
+            assert by_chain_part == _rows(
+                db, violating_image_part(counts, size, ell, level=below), {"k": k})
+        found += len(by_chain_part)
         ells = list(range(size, ell + 1))
         params = {f"k{e}": ks[f"k{e}"] for e in ells}
         by_chain = _rows(db, image_violations(counts, size, ells), params)
-        assert _rows(db, image_violations(counts, size, ells, level=level), params) == by_chain
-        with rows_below_of(db, level, size, loosest_k(ells), params, db.table("t_rare"),
+        with rows_below_of(db, level, loosest_k(ells), params, db.table("t_rare"),
                            db.table("t_below")) as below:
             assert _rows(db, image_violations(counts, size, ells, level=below),
                          params) == by_chain
 
-    for_each_level(db, counts, lengths, ell, lambda size: db.table(f"t_level{size}"), visit)
+    for_each_level(db, counts, lengths, ell, lambda purpose: db.table(f"t_{purpose}"), visit)
     assert seen == list(range(1, ell + 1))
     assert found, "the case should have violating images"
     assert not db.table_names("t_")
@@ -89,15 +124,15 @@ def test_a_level_and_its_rows_below_k_are_dropped_when_a_visit_fails(
         db: Backend, tmp_path: Path, seed: int, nodes: int, ell: int, k: int) -> None:
     _, counts = _counts(db, tmp_path, seed, nodes)
 
-    def visit(size: int, level: exp.Table) -> None:
-        if size == 2:  # while the level's rows below k are stored
-            with rows_below_of(db, level, size, exp.Placeholder(this="k"), {"k": k},
+    def visit(level: Level) -> None:
+        if level.size == 2:  # while the level's rows below k are stored
+            with rows_below_of(db, level, exp.Placeholder(this="k"), {"k": k},
                                db.table("t_rare"), db.table("t_below")):
                 raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
         for_each_level(db, counts, record_lengths(db, counts), ell,
-                       lambda size: db.table(f"t_level{size}"), visit)
+                       lambda purpose: db.table(f"t_{purpose}"), visit)
     assert not db.table_names("t_")
     db.drop_table(counts)
 
@@ -155,9 +190,9 @@ def test_kept_levels_are_built_once_per_cut_and_k_and_give_the_chains_images(
     built: list[int] = []
     build = levels_module._build_level
 
-    def counted(backend: Backend, table: exp.Table, size: int, *rest: Any) -> None:
+    def counted(backend: Backend, chain: Any, size: int, *rest: Any) -> None:
         built.append(size)
-        build(backend, table, size, *rest)
+        build(backend, chain, size, *rest)
 
     monkeypatch.setattr(levels_module, "_build_level", counted)
 
@@ -206,10 +241,10 @@ def test_kept_levels_are_all_dropped_when_building_one_fails(
     assert db.table_names(gen.table("keptbelow2").name)
     store = levels_module._store_rows_below
 
-    def interrupted(backend: Backend, level: exp.Table, size: int, *rest: Any) -> None:
-        if size == 4:  # after its level is built, while its rows below k are
+    def interrupted(backend: Backend, level: Level, *rest: Any) -> None:
+        if level.size == 4:  # after its level is built, while its rows below k are
             raise KeyboardInterrupt
-        store(backend, level, size, *rest)
+        store(backend, level, *rest)
 
     monkeypatch.setattr(levels_module, "_store_rows_below", interrupted)
     with pytest.raises(KeyboardInterrupt):

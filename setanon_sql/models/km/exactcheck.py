@@ -74,7 +74,7 @@ from setanon_sql.models.km.itemsets import (
     itemset_occurrences,
     loosest_k,
 )
-from setanon_sql.models.km.levels import fits_levels, for_each_level, rows_below_of
+from setanon_sql.models.km.levels import Level, fits_levels, for_each_level, rows_below_of
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
@@ -226,16 +226,17 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
     shapes = (record_shapes(backend, counts, max(ks), shape_table, lengths)
               if shape_table is not None else None)
 
-    def add(size: int, level: exp.Table | None) -> None:
+    def add(size: int, level: Level | None) -> None:
         ells = sorted(ell for ell in ks if ell >= size)
         params = {f"k{ell}": ks[ell] for ell in ells}
         with ExitStack() as stack:
+            rows = None
             if level is not None and shape_table is not None:
-                level = stack.enter_context(rows_below_of(
-                    backend, level, size, loosest_k(ells), params, shape_table(f"rare{size}"),
+                rows = stack.enter_context(rows_below_of(
+                    backend, level, loosest_k(ells), params, shape_table(f"rare{size}"),
                     shape_table(f"below{size}")))
-            with enumeration_joins(backend, 1 if level is not None else size):
-                row = backend.query(image_violations(counts, size, ells, shapes, level),
+            with enumeration_joins(backend, 1 if rows is not None else size):
+                row = backend.query(image_violations(counts, size, ells, shapes, rows),
                                     params)[0]
         for ell, found, itemsets in zip(ells, row[0::2], row[1::2], strict=True):
             images[ell] += int(found)
@@ -243,9 +244,8 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
 
     try:
         if shapes is None and shape_table is not None and fits_levels(lengths, max(ks)):
-            named = shape_table
-            for_each_level(backend, counts, lengths, max(ks),
-                           lambda size: named(f"level{size}"), add)
+            for_each_level(backend, counts, lengths, max(ks), shape_table,
+                           lambda level: add(level.size, level))
         else:
             for size in range(max(ks), 0, -1):
                 add(size, None)

@@ -5,10 +5,11 @@ The certificate (:mod:`.exactcheck`), its steering (:mod:`.imagetrack`) and veri
 the itemsets of 1, 2, ... ℓ nodes of every generalized record. One statement per size, each a
 chain of joins, redoes the joins of every smaller size: at ℓ = 11, on the 19-region cut of
 100,000 CDR-like users (σ = 0.999), 337 M joined rows where the levels hold 75 M. Built level
-by level instead (:func:`.itemsets.level_query`), each join is done once and each size's
-supports are read from its level. That run's first tries of the certificate and its steering
-took 74.6 → 34.7 s on DuckDB and 729.2 → 485.4 s on PostgreSQL, where the chain's statement
-also ran in one process, its rows named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
+by level instead (:func:`.levelkeys.level_query`), each join is done once and each size's
+supports are read from its level (its itemsets packed into integer keys, :mod:`.levelkeys`).
+That run's first tries of the certificate and its steering took 74.6 → 34.7 s on DuckDB and
+729.2 → 485.4 s on PostgreSQL, where the chain's statement also ran in one process, its rows
+named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
 
 Two levels are stored at a time, and the level of 2 nodes (the deeper ones grow by it), so
 where the widest level would hold more than :data:`LEVEL_ROWS_MAX` rows the callers enumerate
@@ -25,7 +26,13 @@ from math import comb
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend, Params
-from setanon_sql.models.km.itemsets import level_query, rare_itemsets, rows_of_itemsets
+from setanon_sql.models.km.levelkeys import (
+    KeyPacking,
+    level_query,
+    node_ranks_query,
+    rare_keys_query,
+    rows_of_keys,
+)
 
 # The widest level stored: at 9 columns (ℓ = 8) about 2.9 GB before compression. The fine cut
 # above holds 13.8 M rows at its widest; a σ = 0.999 certificate priced at 1 M users may
@@ -44,111 +51,139 @@ def fits_levels(lengths: list[tuple[int, int]], deepest: int) -> bool:
 
 
 def level_bytes(lengths: list[tuple[int, int]], deepest: int) -> int:
-    """About the bytes of the widest level up to ``deepest`` nodes: 8 a value, a record id and
-    a node per position."""
-    return max(level_rows(lengths, size) * (1 + size) * 8 for size in range(1, deepest + 1))
+    """About the bytes of the widest level up to ``deepest`` nodes: 8 a value, a record id, a
+    last and a first node, and a key per 3 nodes (:mod:`.levelkeys`: a key holds at least 3
+    digits wherever the cut has at most 2^21 nodes; 14 at 19 nodes)."""
+    return max(level_rows(lengths, size) * (3 + -(-size // 3)) * 8
+               for size in range(1, deepest + 1))
 
 
 def for_each_level(backend: Backend, table: exp.Table, lengths: list[tuple[int, int]],
-                   deepest: int, name: Callable[[int], exp.Table],
-                   visit: Callable[[int, exp.Table], None]) -> None:
-    """Build the levels of 1..``deepest`` nodes of ``table(record_id, node_id, c)`` as tables
-    ``name(size)`` and call ``visit(size, level)`` on each, in increasing size. A level is
-    dropped once the next is built (the level of 2 nodes at the end: the deeper ones grow by
-    it), and the last one at the end, whatever happens. ``lengths``: the (nodes, records)
-    pairs of ``table``.
+                   deepest: int, name: Callable[[str], exp.Table],
+                   visit: Callable[[Level], None]) -> None:
+    """Build the levels of 1..``deepest`` nodes of ``table(record_id, node_id, c)`` and call
+    ``visit(level)`` on each, in increasing size; ``name(purpose)`` names the tables
+    (``level<size>``, ``ranks``). A level is dropped once the next is built (the level of 2
+    nodes at the end: the deeper ones grow by it), and the last one at the end, whatever
+    happens. ``lengths``: the (nodes, records) pairs of ``table``.
 
     A level is read by the next level and by its visit, then dropped: the engine may store it
     for speed (:meth:`.Backend.short_lived_tables`; on DuckDB in memory where it fits: the
     levels of the run above took 70.7 s in the file, compressed as they were written, and
     25.3 s in memory)."""
-    chain = _Chain(backend, table, level_bytes(lengths, deepest))
+    chain = _Chain(backend, table, name("ranks"), level_bytes(lengths, deepest))
     try:
         for size in range(1, deepest + 1):
-            # once a size: ``name`` may draw a fresh name each call
-            visit(size, chain.grow(size, name(size)))
+            visit(chain.grow(size, name(f"level{size}")))
     finally:
         chain.drop()
+
+
+@dataclass(frozen=True)
+class Level:
+    """A stored level: ``table`` (record_id, k1..kq, last) holds each itemset of ``size``
+    nodes of each record as packed keys (:mod:`.levelkeys`: ranks in ``ranks``, digits as
+    ``packing`` says). Read its rows through :func:`rows_below_of`."""
+
+    table: exp.Table
+    size: int
+    ranks: exp.Table
+    packing: KeyPacking
 
 
 @dataclass
 class _Chain:
     """The levels of ``table`` being built one from the other: the deepest so far, and the
-    level of 2 nodes (:func:`.itemsets.level_query`: the deeper levels grow by it), kept
-    until :meth:`drop`. ``widest``: the bytes of the widest level its caller builds."""
+    level of 2 nodes (:func:`.levelkeys.level_query`: the deeper levels grow by it), kept
+    until :meth:`drop`, with the nodes' ranks (``ranks``, built with the first level).
+    ``widest``: the bytes of the widest level its caller builds."""
 
     backend: Backend
     table: exp.Table
+    ranks: exp.Table
     widest: int
-    deepest: exp.Table | None = None
-    pairs: exp.Table | None = None
+    packing: KeyPacking | None = None
+    deepest: Level | None = None
+    pairs: Level | None = None
 
-    def grow(self, size: int, level: exp.Table) -> exp.Table:
-        """Build ``level``, of ``size`` nodes, from the deepest (of ``size`` - 1), which is
-        dropped unless it is the pairs; returns ``level``."""
+    def grow(self, size: int, table: exp.Table) -> Level:
+        """Build ``table``, the level of ``size`` nodes, from the deepest (of ``size`` - 1),
+        which is dropped unless it is the pairs; returns the level."""
         try:
-            _build_level(self.backend, self.table, size, self.deepest, self.pairs, level,
-                         self.widest)
+            if self.packing is None:
+                self.backend.materialize(self.ranks, node_ranks_query(self.table),
+                                         working=True)
+                nodes = int(self.backend.scalar(
+                    exp.select(exp.func("count", exp.Star())).from_(self.ranks.copy())))
+                self.packing = KeyPacking.for_nodes(nodes)
+            _build_level(self.backend, self, size, table)
         except BaseException:
-            self.backend.drop_table(level)
+            self.backend.drop_table(table)
             raise
         finally:
             self._drop_deepest()
-        self.deepest = level
+        level = self.deepest = Level(table, size, self.ranks, self.packing)
         if size == 2:
             self.pairs = level
         return level
 
     def _drop_deepest(self) -> None:
         if self.deepest is not None and self.deepest is not self.pairs:
-            self.backend.drop_table(self.deepest)
+            self.backend.drop_table(self.deepest.table)
         self.deepest = None
 
     def drop(self) -> None:
         self._drop_deepest()
         if self.pairs is not None:
-            self.backend.drop_table(self.pairs)
+            self.backend.drop_table(self.pairs.table)
         self.pairs = None
+        self.backend.drop_table(self.ranks)
+        self.packing = None
 
 
-def _build_level(backend: Backend, table: exp.Table, size: int, previous: exp.Table | None,
-                 pairs: exp.Table | None, current: exp.Table, widest: int) -> None:
-    """``current``: the level of ``size`` nodes of ``table``, from ``previous`` (that of
-    ``size`` - 1; None at size 1) and ``pairs`` (that of 2, from size 3 on), stored as a
-    short-lived table (``widest``: the bytes of the widest level its caller builds)."""
-    with backend.short_lived_tables(widest):
-        backend.materialize(current, level_query(table, size, previous, pairs), working=True)
+def _build_level(backend: Backend, chain: _Chain, size: int, table: exp.Table) -> None:
+    """``table``: the level of ``size`` nodes of ``chain``'s table, from its deepest level and
+    pairs, stored as a short-lived table (of about ``chain.widest`` bytes at most)."""
+    assert chain.packing is not None
+    query = level_query(chain.table, chain.ranks, chain.packing, size,
+                        None if chain.deepest is None else chain.deepest.table,
+                        None if chain.pairs is None else chain.pairs.table)
+    with backend.short_lived_tables(chain.widest):
+        backend.materialize(table, query, chain.packing.grow_params(size), working=True)
 
 
 @contextmanager
-def rows_below_of(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
-                  params: Params, itemsets: exp.Table, rows: exp.Table) -> Iterator[exp.Table]:
+def rows_below_of(backend: Backend, level: Level, below: exp.Expr, params: Params,
+                  itemsets: exp.Table, rows: exp.Table) -> Iterator[exp.Table]:
     """The rows of ``level`` of the itemsets with fewer than ``below`` holders, stored as
     ``rows`` (record_id, n1..n_size) for the block and then dropped; those itemsets are stored
-    first as ``itemsets`` (:func:`.itemsets.rare_itemsets`), dropped once ``rows`` is built.
-    What the level's visits read (:func:`.itemsets.violating_images` and
+    first as ``itemsets`` (:func:`.levelkeys.rare_keys_query`), dropped once ``rows`` is
+    built. What the level's visits read (:func:`.itemsets.violating_images` and
     :func:`.itemsets.image_violations`): the records' items under the nodes are read for
     these rows alone.
 
-    Three statements, each on tables whose sizes the engine knows. In one statement
+    Separate statements, each on tables whose sizes the engine knows. In one statement
     PostgreSQL's parallel workers each built the aggregate's hash table themselves (three
     scans of the 12.2 M rows of the 9-node level of 100,000 CDR-like users at σ = 0.999, 12.2
     of the statement's 15.0 s, EXPLAIN ANALYZE); with the itemsets stored but their rows not,
     it estimated 318 rows of the 10-node level's 119,161 and joined all its 8.9 M rows to the
-    records' items first (74.6 s where the three statements take a few)."""
+    records' items first (74.6 s where the separate statements take a few)."""
     try:
-        _store_rows_below(backend, level, size, below, params, itemsets, rows)
+        _store_rows_below(backend, level, below, params, itemsets, rows)
         yield rows
     finally:
         backend.drop_table(rows)
 
 
-def _store_rows_below(backend: Backend, level: exp.Table, size: int, below: exp.Expr,
-                      params: Params, itemsets: exp.Table, rows: exp.Table) -> None:
+def _store_rows_below(backend: Backend, level: Level, below: exp.Expr, params: Params,
+                      itemsets: exp.Table, rows: exp.Table) -> None:
     """``rows``: :func:`rows_below_of`'s table, built through ``itemsets`` (dropped here)."""
     try:
-        backend.materialize(itemsets, rare_itemsets(level, size, below), params, working=True)
-        backend.materialize(rows, rows_of_itemsets(level, itemsets, size), working=True)
+        backend.materialize(itemsets, rare_keys_query(
+            level.table, level.ranks, level.packing, level.size, below),
+            {**dict(params or {}), **level.packing.decode_params(level.size)}, working=True)
+        backend.materialize(rows, rows_of_keys(level.table, itemsets, level.packing,
+                                               level.size), working=True)
     finally:
         backend.drop_table(itemsets)
 
@@ -211,11 +246,11 @@ class KeptLevels:
         assert self.key is not None and len(self.rows) == size - 1
         try:
             if self.chain is None:  # at size 1 (from 3 nodes on, levels grow by the pairs)
-                self.chain = _Chain(self.backend, table, widest)
+                self.chain = _Chain(self.backend, table, self.name("ranks"), widest)
             self.chain.widest = widest  # the engine stores a level by this call's widest
             level = self.chain.grow(size, self.name(f"level{size}"))
             rows = self.rows[size] = self.name(f"below{size}")
-            _store_rows_below(self.backend, level, size, exp.Placeholder(this="k"),
+            _store_rows_below(self.backend, level, exp.Placeholder(this="k"),
                               {"k": self.key[1]}, self.name(f"rare{size}"), rows)
         except BaseException:
             self.drop()
