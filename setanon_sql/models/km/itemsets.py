@@ -75,46 +75,6 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
     return query
 
 
-def level_query(table: exp.Table, size: int, previous: exp.Table | None,
-                pairs: exp.Table | None = None) -> exp.Select:
-    """(record_id, n1..n_size): the rows of :func:`itemset_occurrences` of ``table(record_id,
-    node_id, c)``, built from the level below (``previous``, the same columns up to size - 1)
-    by one join: each row grows by one node after its last. Level by level, every join is done
-    once (:mod:`.levels`); the chain of ``size`` joins redoes the ones of the smaller sizes in
-    every statement. The records' items under each node are not stored: they are read for
-    the rows of itemsets below k only (:func:`_occurrences_with_counts`). With them, 1 +
-    2·size columns a row, the levels of 100,000 CDR-like users at σ = 0.999 (up to 12.2 M
-    rows a level) took 347.0 s of the search on PostgreSQL and 24.2 s on DuckDB; without,
-    246.0 and 15.6 s (BENCHMARKS.md, km, "Built (stop 88)").
-
-    From 3 nodes on, a row grows by the rows of ``pairs`` (the level of 2 nodes) that start at
-    its last node: a join on (record, node), where joining ``table`` on the record alone
-    matched every row with each of its record's nodes and kept those after its last. On the
-    levels of that run PostgreSQL's hash join tested 186.7 M matches to keep 13.8 M at 8
-    nodes, and the 11 levels took 46.7 s; joined to the pairs, 25.5 s (DuckDB 3.9 -> 3.4 s).
-    In that run's search and its pre-publish check, 127.4 -> 47.7 s (BENCHMARKS.md, km,
-    "Built (stop 89)")."""
-    if previous is None:
-        return exp.select(exp.column("record_id", quoted=True),
-                          exp.column("node_id", quoted=True).as_("n1", quoted=True)).from_(
-            table.copy(), copy=False)
-    kept = [_col("l", name).as_(name, quoted=True) for name in
-            ("record_id", *(f"n{j}" for j in range(1, size)))]
-    last = _col("l", f"n{size - 1}")
-    on: exp.Expr
-    if size == 2:
-        grown, on = with_alias(table, "g"), _col("g", "node_id") > last
-        added = _col("g", "node_id")
-    else:
-        assert pairs is not None, "a level of 3 nodes or more grows by the pairs"
-        grown, on = with_alias(pairs, "g"), _col("g", "n1").eq(last)
-        added = _col("g", "n2")
-    return (exp.select(*kept, added.as_(f"n{size}", quoted=True))
-            .from_(with_alias(previous, "l"), copy=False)
-            .join(grown, on=exp.and_(_col("g", "record_id").eq(_col("l", "record_id")), on),
-                  copy=False))
-
-
 def shape_occurrences(counts: exp.Table, shapes: RecordShapes, size: int,
                       below: exp.Expr) -> exp.Select:
     """(record_id, n1..n_size, c1..c_size): :func:`itemset_occurrences` of ``counts``
@@ -182,9 +142,9 @@ def _occurrences_with_counts(table: exp.Table, size: int, touching: str | None,
     where it is the product of the counts, an image of ℓ nodes, every row costs less than the
     join back would); with ``level``, read from that table instead of enumerated, with the
     counts read for its rows (:func:`_with_item_counts`; a level holds none). ``level``: the
-    rows (record_id, n1..n_size) of the records' itemsets, all (:func:`level_query` of
-    ``table``) or those of the itemsets under ``below`` (:func:`.levels.rows_below_of`): every
-    row of an itemset it holds, so their count is its support. The callers group them by
+    rows (record_id, n1..n_size) of the records' itemsets, all (:func:`itemset_occurrences`
+    of ``table``, stored) or those of the itemsets under ``below`` (:func:`.levels.rows_below_of`):
+    every row of an itemset it holds, so their count is its support. The callers group them by
     itemset and keep those under ``below``."""
     if level is not None:
         assert shapes is None and touching is None
@@ -239,13 +199,6 @@ def _rows_below(source: exp.Table, size: int, below: exp.Expr) -> exp.Select:
     keys = rare_itemsets(source, size, below).subquery("r", copy=False)
     return _rows_of(source, keys, ["record_id", *(f"n{j}" for j in range(1, size + 1)),
                                    *(f"c{j}" for j in range(1, size + 1))], size)
-
-
-def rows_of_itemsets(level: exp.Table, itemsets: exp.Table, size: int) -> exp.Select:
-    """(record_id, n1..n_size): the rows of ``level`` (:func:`level_query`) whose itemset is one
-    of ``itemsets(n1..n_size)`` (:func:`rare_itemsets` of the level, stored)."""
-    return _rows_of(level, with_alias(itemsets, "r"),
-                    ["record_id", *(f"n{j}" for j in range(1, size + 1))], size)
 
 
 def _rows_of(source: exp.Table, keys: exp.Expr, columns: list[str], size: int) -> exp.Select:
@@ -553,8 +506,8 @@ def violating_images(table: exp.Table, size: int, ell: int, touching: str | None
     rows of itemsets below k only, :func:`rare_occurrences`). ``touching``: only the
     images holding a node flagged in that column (:func:`itemset_occurrences`). ``shapes``:
     enumerated over the records' distinct node sets (:func:`shape_occurrences`), the same rows.
-    ``level``: the records' itemsets read from that table (:func:`level_query`, or its rows of
-    itemsets below k, :func:`.levels.rows_below_of`), the same rows."""
+    ``level``: the records' itemsets read from that table (all, or the rows of the itemsets
+    below k of a level, :func:`.levels.rows_below_of`), the same rows."""
     occurrences, counts = _occurrences_with_counts(table, size, touching, shapes,
                                                    exp.Placeholder(this="k"), size < ell,
                                                    level)
@@ -593,8 +546,8 @@ def image_violations(table: exp.Table, size: int, ells: Sequence[int],
     ``:k3``), and the sum of their x. One enumeration of the ``size``-itemsets serves every ℓ:
     verify checks several sizes on one cut, which used to enumerate each size once per ℓ.
     ``shapes``: enumerated over the records' distinct node sets (:func:`shape_occurrences`);
-    ``level``: read from that table (:func:`level_query`, or its rows of itemsets below the
-    loosest bound, :func:`.levels.rows_below_of`)."""
+    ``level``: read from that table (all the rows, or those of the itemsets below the loosest
+    bound of a level, :func:`.levels.rows_below_of`)."""
     assert ells and min(ells) >= size
     ks = [exp.Placeholder(this=f"k{ell}") for ell in ells]
     loosest = loosest_k(ells)

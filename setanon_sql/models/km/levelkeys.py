@@ -2,22 +2,22 @@
 
 A level of ``size`` nodes (:mod:`.levels`) holds one row per record and itemset it contains.
 Stored as (record_id, n1..n_size), its supports are counted by grouping on ``size`` columns and
-its rows below k found by joining on them again; at 8-11 nodes on PostgreSQL that grouping and
-that join cost more than building the level (100,000 CDR-like users at σ = 0.999, the 11 levels
-of its 19-region cut: grouped 37.0 s, joined back 53.1 s, built 83.6 s; by hand, EXPLAIN-free
-timings of the statements below against the plain columns).
+its rows below k found by joining on them again; on PostgreSQL that grouping and that join cost
+more than building the level (100,000 CDR-like users at σ = 0.999, the 11 levels of its
+19-region cut, timed by hand: grouped 37.0 s, joined back 53.1 s, built 83.6 s).
 
 Here the cut's N nodes are ranked 0..N-1 in node order and an itemset, its ranks in increasing
 order, is the number Σ r_j · N^(size-j): a row is (record_id, k1..kq, last) with q keys of at
 most :attr:`KeyPacking.width` digits each (as many as a BIGINT holds: 14 at N = 19, 6 at
-N = 1,303), ``last`` the rank of its last node (the next level joins on it). The same run's
-levels grouped in 11.1 s, joined back in 4.6 s and were built in 77.9 s. Only the itemsets
-below k, a few thousand, are turned back into node ids (:func:`rare_keys_query`), and then
-their rows (:func:`rows_of_keys`): every reader of a level reads those rows, as
-(record_id, n1..n_size), the same rows as before.
+N = 1,303), ``last`` the rank of its last node (the next level joins on it). The same
+levels grouped in 11.1 s, joined back in 4.6 s and were built in 77.9 s; in the run, its
+PostgreSQL search took 413.0 -> 337.3 s, its verify 134.9 -> 80.8 s (BENCHMARKS.md, km,
+"Built (stop 90)"). Only the itemsets below k, a few thousand, are turned back into node
+ids (:func:`rare_keys_query`), and then their rows found (:func:`rows_of_keys`): every reader
+of a level reads those rows, as (record_id, n1..n_size), the same rows as before.
 
-The keys are computed and decoded with parameters (``:base``, ``:p1``...: N and its powers), never
-pasted into the SQL.
+The keys are computed and decoded with parameters (``:base``, ``:p1``...: N and its powers),
+never pasted into the SQL.
 """
 
 from __future__ import annotations
