@@ -280,8 +280,8 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
     Ordered first, every row computed ℓ CASEs and was grouped by them: a round of ℓ = 3 on
     100,000 CDR-like users enumerated 12.4 M rows, gathered from PostgreSQL's parallel workers
     to one process that ordered and grouped them, to keep 4,373 itemsets. Over the 47 later
-    rounds of that run's exact sizes (m = 4, σ = 0.999, k = 20), 104.7 -> 92.7 s on
-    PostgreSQL (with a test run beside both)."""
+    rounds of that run's exact sizes (σ = 0.999, k = 20), 61.6 -> 46.0 s on PostgreSQL, 9.3
+    -> 8.7 s on DuckDB (BENCHMARKS.md, km, "Built (stop 90)")."""
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     if touching is None:
         return (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
