@@ -82,6 +82,11 @@ def identifier(name: str) -> exp.Identifier:
     return exp.to_identifier(name, quoted=True)
 
 
+def qualified_column(alias: str, name: str) -> exp.Column:
+    """``alias.name``, both quoted."""
+    return exp.Column(this=identifier(name), table=identifier(alias))
+
+
 def qualified_table(schema: str | None, name: str, alias: str | None = None) -> exp.Table:
     """A quoted, optionally schema-qualified table reference."""
     table = exp.Table(this=identifier(name), db=identifier(schema) if schema else None)

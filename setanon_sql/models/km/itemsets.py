@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING, NamedTuple
 from sqlglot import exp
 
 from setanon_sql.sqlrender import identifier, union_all, with_alias
+from setanon_sql.sqlrender import qualified_column as _col
 
 if TYPE_CHECKING:
     from setanon_sql.backends.base import Backend
 
-
-def _col(alias: str, name: str) -> exp.Column:
-    return exp.Column(this=identifier(name), table=identifier(alias))
 
 
 class RecordShapes(NamedTuple):

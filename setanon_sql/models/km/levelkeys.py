@@ -26,13 +26,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from setanon_sql.sqlrender import identifier, with_alias
+from setanon_sql.sqlrender import qualified_column as _col
+from setanon_sql.sqlrender import with_alias
 
 BIGINT_MAX = 2**63 - 1
 
-
-def _col(alias: str, name: str) -> exp.Column:
-    return exp.Column(this=identifier(name), table=identifier(alias))
 
 
 def _param(name: str) -> exp.Placeholder:
