@@ -314,7 +314,8 @@ class Backend(ABC):
         many bytes the block's largest tables hold. Not for kanon's or km's steps: their
         tables are bigger and live longer (kanon's 27 GB at 100M claims); km's enumeration
         levels are the exception, each read twice and dropped, and bounded in rows
-        (:mod:`setanon_sql.models.km.levels`)."""
+        (:mod:`setanon_sql.models.km.levels`), and so are the prefix plan's levels, each read
+        once by the next (:func:`setanon_sql.models.km.groupsupport.prefix_support`)."""
         with self._attribute_set("_short_lived_bytes", largest_bytes):
             yield
 
