@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from sqlglot import exp
@@ -92,6 +94,37 @@ def test_postings_extended_either_way_agree_with_brute_force(db: Backend, seed: 
     assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, 4)
     for purpose in ("gheld", "gheld2", "gpre"):
         assert not db.table_names(f"t_{purpose}")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_postings_levels_are_short_lived_where_the_search_runs_them(
+        db: Backend, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside ``working_tables`` (km's search and verify) the postings plan's held levels are
+    short-lived tables (on DuckDB temporary ones): the supports are the same and no level is
+    left behind, in setanon's schema or elsewhere."""
+    g_rows, group_rows = _random_case(seed, 5)
+    g = values_table(db, "t_g", "record_id, node_id", g_rows)
+    groups = values_table(db, "t_groups", "vid, node_id, n", group_rows)
+    stored = []
+    original = db.short_lived_storage
+
+    @contextmanager
+    def recorded(target: exp.Table, largest_bytes: int
+                 ) -> Iterator[tuple[exp.Table, list[exp.Expr]]]:
+        with original(target, largest_bytes) as place:
+            stored.append(target.name)
+            yield place
+
+    monkeypatch.setattr(db, "short_lived_storage", recorded)
+    target = db.table("t_viol")
+    with db.working_tables():
+        assert group_violations(db, groups, g, 4, target,
+                                lambda purpose: db.table(f"t_{purpose}"), "postings") == "postings"
+    assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, 4)
+    assert {"t_gheld", "t_gheld2"} & set(stored)
+    for purpose in ("gheld", "gheld2", "gpre"):
+        assert not db.table_names(f"t_{purpose}")
+    assert not db._stored_elsewhere
 
 
 def test_a_prefix_with_many_extensions_is_extended_by_records(db: Backend) -> None:
