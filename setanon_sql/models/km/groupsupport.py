@@ -121,7 +121,7 @@ def extends_by_records(backend: Backend, held: exp.Table, level: exp.Table,
 
 def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, lengths: exp.Table,
                    target: exp.Table, sizes: list[int], work: Callable[[str], exp.Table],
-                   step: str = "auto", held_rows: int = 0) -> None:
+                   step: str, held_rows: int) -> None:
     """``target(vid, supp)`` level by level over the prefixes of ``ids``: one table of
     (record_id, prefix) per level, each made from the level before by one statement whose
     joins run in the order written (:meth:`.Backend.joins_as_written`). A level is extended by
