@@ -220,18 +220,22 @@ SELECT count(*) FROM dict AS d WHERE d.item_id NOT IN (SELECT item_id FROM map)
 -- name: km_sample_weights
 -- Records with at least ℓ items, weighted by C(|D_u|, ℓ) (their number of ℓ-itemsets), with
 -- adjacent cumulative ranges [lo, hi): drawing a point uniformly picks a record by weight.
+-- rnk orders them longest first (ties: the smaller id), the order of the first-holder rule
+-- (sampler.py): a proposal is mostly drawn from a long record, with few records before it.
 WITH w AS (
     SELECT record_id, count(*) AS len FROM items GROUP BY record_id HAVING count(*) >= :ell
 ), c AS (
-    SELECT record_id, sum(weight) OVER (ORDER BY record_id ROWS UNBOUNDED PRECEDING) AS hi
-    FROM (SELECT record_id, km_binomial(len) AS weight FROM w) AS x
+    SELECT record_id, len, sum(weight) OVER (ORDER BY record_id ROWS UNBOUNDED PRECEDING) AS hi
+    FROM (SELECT record_id, len, km_binomial(len) AS weight FROM w) AS x
 )
-SELECT record_id, coalesce(lag(hi) OVER (ORDER BY record_id), 0.0) AS lo, hi FROM c
+SELECT record_id, coalesce(lag(hi) OVER (ORDER BY record_id), 0.0) AS lo, hi,
+       CAST(row_number() OVER (ORDER BY len DESC, record_id) AS BIGINT) AS rnk
+FROM c
 
 -- name: km_sample_buckets
 -- Each record listed under every bucket its range touches: turns the range lookup of a drawn
 -- point into an equi-join (PostgreSQL would otherwise scan all records per point).
-SELECT b.bucket, r.record_id, r.lo, r.hi
+SELECT b.bucket, r.record_id, r.rnk, r.lo, r.hi
 FROM recw AS r
 CROSS JOIN LATERAL generate_series(CAST(floor(r.lo / :z * :nb) AS BIGINT),
                                    CAST(floor(r.hi / :z * :nb) AS BIGINT)) AS b(bucket)
@@ -243,7 +247,7 @@ WITH p AS (
     SELECT g.pid, km_uniform('record', :seed, :ell, :round, g.pid) * :z AS t
     FROM generate_series(CAST(:first AS BIGINT), CAST(:last AS BIGINT)) AS g(pid)
 )
-SELECT p.pid, b.record_id
+SELECT p.pid, b.record_id, b.rnk
 FROM p JOIN recb AS b
     ON b.bucket = CAST(floor(p.t / :z * :nb) AS BIGINT) AND b.lo <= p.t AND p.t < b.hi
 
@@ -268,23 +272,47 @@ WHERE r <= :ell
 SELECT DISTINCT pk.vid, s.item_id AS node_id FROM pkeys AS pk JOIN subs AS s ON s.pid = pk.pid
 
 -- name: km_sample_records_as_nodes
--- D as (record_id, node_id), the shape the support plans read (the identity generalization).
-SELECT record_id, item_id AS node_id FROM items
+-- D as (record_id, node_id), the shape the support plans read, each record named by its rnk
+-- (km_sample_weights): the first-holder rule compares records by it. Records of fewer than ℓ
+-- items are left out: they hold no ℓ-itemset.
+SELECT w.rnk AS record_id, i.item_id AS node_id FROM items AS i JOIN recw AS w ON w.record_id = i.record_id
+
+-- name: km_proposals_as_itemsets
+-- Each proposal of subs(pid, item_id) as its own itemset (vid = pid), for the first-holder rule.
+SELECT pid AS vid, item_id AS node_id FROM subs
+
+-- name: km_proposal_bounds
+-- bounds(vid, bound): each proposal of subs (vid = pid) bounded by its own record's rnk; its
+-- first holder is looked for among the records before it.
+SELECT r.pid AS vid, r.rnk AS bound FROM ranks AS r WHERE r.pid IN (SELECT pid FROM subs)
+
+-- name: km_accepted_by_support
+-- accepted(pid, supp): a proposed itemset C is drawn with probability supp(C) / Z; accepting it
+-- with probability 1 / supp(C) leaves every itemset of Omega^ℓ equally likely (rejection
+-- sampling), and draws are independent, as Theorem 1 requires. support(vid, supp): supp(C) of
+-- each distinct proposal (groupsupport.py); every proposal is held by the record it was drawn
+-- from, so each has a row.
+SELECT pk.pid, s.supp FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
+WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
+
+-- name: km_accepted_first_holders
+-- accepted(pid, supp): the proposals drawn from their itemset's first holder, the holder of the
+-- smallest rnk (sampler.py: each of the supp(C) holders proposes C with probability 1 / Z, so
+-- C is accepted with probability 1 / Z, the same for every itemset). pbounds(vid, bound): each
+-- proposal (vid = pid) and its record's rnk; holders(vid, holder): the smallest holder below
+-- the largest bound of the proposals sharing the itemset's prefixes (groupsupport.py), which
+-- is at least the proposal's own: it is accepted when that holder is not below its own record
+-- (no row: no holder below any). supp is not counted.
+SELECT b.vid AS pid, CAST(NULL AS BIGINT) AS supp
+FROM pbounds AS b LEFT JOIN holders AS h ON h.vid = b.vid
+WHERE h.holder IS NULL OR h.holder >= b.bound
 
 -- name: km_sample_accept
--- A proposed itemset C is drawn with probability supp(C) / Z; accepting it with probability
--- 1 / supp(C) leaves every itemset of Omega^ℓ equally likely (rejection sampling), and draws
--- are independent, as Theorem 1 requires. New samples are numbered after :offset.
--- support(vid, supp): supp(C) of each distinct proposal (groupsupport.py); every proposal is
--- held by the record it was drawn from, so each has a row.
-WITH supp AS (
-    SELECT pk.pid, s.supp FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
-), kept AS (
-    SELECT pid, supp FROM supp
-    WHERE km_uniform('accept', :seed, :ell, :round, pid) * supp < 1
-), numbered AS (
+-- The accepted proposals of a round (accepted: km_accepted_by_support or
+-- km_accepted_first_holders) as samples, numbered after :offset in proposal order.
+WITH numbered AS (
     SELECT pid, supp, CAST(:offset + row_number() OVER (ORDER BY pid) AS BIGINT) AS sid
-    FROM kept
+    FROM accepted
 )
 SELECT k.sid, s.item_id, k.supp
 FROM numbered AS k JOIN subs AS s ON s.pid = k.pid
@@ -302,25 +330,25 @@ SELECT pid, item_id FROM subs
 SELECT pid AS sid, item_id, CAST(NULL AS BIGINT) AS supp FROM subs
 
 -- name: km_sample_accepted_count
--- How many proposals the rejection step of km_sample_accept keeps (the same test, the same
--- uniform numbers): every proposal of the round is then a sample or rejected.
-SELECT count(*)
-FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
-WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
+-- How many proposals the rejection step keeps: every proposal of the round is then a sample
+-- or rejected.
+SELECT count(*) FROM accepted
 
--- name: km_proposal_keys_among
--- (pid, vid) of the proposals whose pid is among chosen(sid): the violating ones of a part,
--- whose supports alone decide whether the part holds a violating sample.
-SELECT pk.pid, pk.vid FROM pkeys AS pk WHERE pk.pid IN (SELECT sid FROM chosen)
+-- name: km_proposals_among
+-- The proposals of subs(pid, item_id) whose pid is among chosen(sid): the violating ones of a
+-- part, whose acceptance alone decides whether the part holds a violating sample.
+SELECT s.pid, s.item_id FROM subs AS s WHERE s.pid IN (SELECT sid FROM chosen)
 
 -- name: km_accepted_proposals
--- The proposals (pkeys: some of a part's) that the rejection step of km_sample_accept keeps,
--- numbered as proposed (sid = pid), so that the part's keys still name them.
-WITH kept AS (
-    SELECT pk.pid, s.supp FROM pkeys AS pk JOIN support AS s ON s.vid = pk.vid
-    WHERE km_uniform('accept', :seed, :ell, :round, pk.pid) * s.supp < 1
-)
-SELECT k.pid AS sid, s.item_id, k.supp FROM kept AS k JOIN subs AS s ON s.pid = k.pid
+-- The accepted proposals (of accepted(pid, supp), some of a part's) numbered as proposed
+-- (sid = pid), so that the part's keys still name them.
+SELECT k.pid AS sid, s.item_id, k.supp FROM accepted AS k JOIN subs AS s ON s.pid = k.pid
+
+-- name: km_kept_ranks
+-- The proposing records' ranks of the proposals kept so far (kept) and of a part's (props).
+SELECT pid, rnk FROM kept
+UNION ALL
+SELECT pid, rnk FROM props
 
 -- name: km_sample_keys_among
 -- The keys (sid, vid, node_id) of the samples still in the pool.
@@ -374,6 +402,10 @@ GROUP BY x.node_id
 -- name: km_itemset_support_none
 -- support(vid, supp) of no itemset: the typed empty table (groupsupport.py, no itemset given).
 SELECT CAST(NULL AS BIGINT) AS vid, CAST(NULL AS BIGINT) AS supp WHERE 1 = 0
+
+-- name: km_itemset_first_none
+-- holders(vid, holder) of no itemset: the typed empty table (groupsupport.py, with bounds).
+SELECT CAST(NULL AS BIGINT) AS vid, CAST(NULL AS BIGINT) AS holder WHERE 1 = 0
 
 -- name: km_group_sizes
 -- The itemset sizes present among groups(vid, node_id, ...).

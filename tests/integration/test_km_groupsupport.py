@@ -20,6 +20,7 @@ from setanon_sql.models.km.groupsupport import (
     EXTEND_STEPS,
     extends_by_records,
     group_violations,
+    itemset_support,
     record_slices,
 )
 from setanon_sql.models.km.itemsets import prefix_level
@@ -93,6 +94,44 @@ def test_postings_extended_either_way_agree_with_brute_force(db: Backend, seed: 
                             "postings", step) == "postings"
     assert _rows(db, target, "vid, node_id, n") == _brute_force(g_rows, group_rows, 4)
     for purpose in ("gheld", "gheld2", "gpre"):
+        assert not db.table_names(f"t_{purpose}")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("plan", "step"), [("postings", "prefixes"), ("postings", "records"),
+                                            ("postings", "auto"), ("enumerate", "auto"),
+                                            ("auto", "auto")])
+@pytest.mark.on_spark(seeds=[1])
+def test_first_holders_below_bounds_agree_with_brute_force(db: Backend, seed: int, plan: str,
+                                                           step: str) -> None:
+    """With bounds (the sampler's first-holder rule): each itemset's smallest holder below
+    its bound, or no row where none is; bounds from 1 to past the last record, so that some
+    prefixes of one tier hold itemsets of different bounds."""
+    g_rows, group_rows = _random_case(seed, 5)
+    rng = random.Random(seed + 100)
+    vids = sorted({vid for vid, _, _ in group_rows})
+    bound_rows = [(vid, rng.choice([1, 2, rng.randint(1, 45), 41, 45])) for vid in vids]
+    g = values_table(db, "t_g", "record_id, node_id", g_rows)
+    groups = values_table(db, "t_groups", "vid, node_id, n", group_rows)
+    bounds = values_table(db, "t_bounds", "vid, bound", bound_rows)
+    target = db.table("t_holders")
+    used = itemset_support(db, groups, g, target, lambda purpose: db.table(f"t_{purpose}"),
+                           plan, step, bounds)
+    assert plan == "auto" or used == plan
+    records: dict[int, set[int]] = {}
+    for record, node in g_rows:
+        records.setdefault(record, set()).add(node)
+    itemsets: dict[int, set[int]] = {}
+    for vid, node, _ in group_rows:
+        itemsets.setdefault(vid, set()).add(node)
+    expected = set()
+    for vid, bound in bound_rows:
+        holders = [r for r, held in records.items() if r < bound and itemsets[vid] <= held]
+        if holders:
+            expected.add((vid, min(holders)))
+    assert expected and len(expected) < len(vids), "the case should have both kinds"
+    assert _rows(db, target, "vid, holder") == expected
+    for purpose in ("gheld", "gheld2", "gpre", "gids", "gbrows", "grows", "grec", "glens"):
         assert not db.table_names(f"t_{purpose}")
 
 

@@ -3,6 +3,7 @@ the brute-force oracle (exact shares over every itemset) on both backends."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections import Counter
@@ -14,6 +15,8 @@ from sqlglot import exp
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
+from setanon_sql.models.km import sampler as sampler_module
+from setanon_sql.models.km.groupsupport import itemset_support
 from setanon_sql.models.km.risk import estimate_unicity
 from setanon_sql.models.km.sampler import Sampler
 from setanon_sql.models.km.verify import run_tables
@@ -43,6 +46,111 @@ def test_samples_are_uniform_over_the_itemsets_that_occur(db: Backend, tmp_path:
     assert set(counts) == set(omega)  # only itemsets that occur, and all of them
     expected = drawn / len(omega)
     assert max(abs(n - expected) for n in counts.values()) < 5 * math.sqrt(expected)
+
+
+def _records_by_id(db: Backend, items: exp.Table) -> dict[int, frozenset[int]]:
+    records: dict[int, set[int]] = {}
+    for record, item in db.query(exp.select("record_id", "item_id").from_(items)):
+        records.setdefault(int(record), set()).add(int(item))
+    return {record: frozenset(held) for record, held in records.items()}
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_first_holder_samples_are_uniform_over_the_itemsets_that_occur(
+        db: Backend, tmp_path: Path, seed: int) -> None:
+    """The search's rule (a proposal is kept when its record is the itemset's first holder,
+    longest records first): every itemset of Omega^ℓ about equally often, and no other."""
+    data, _ = random_case(tmp_path, seed)
+    dataset = api.load_transactions(db, data, "s")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    dictionary = db.table(dataset.dict_table(dataset.set_attributes[0]))
+    labels = dict(db.query(exp.select("item_id", "label").from_(dictionary)))
+    for ell in (2, 3):
+        omega = km_oracle.itemset_supports(km_oracle.read_fimi(data), ell)
+        sampler = Sampler(db, items, lambda p: db.table(f"x_{p}"), seed=seed, stream=1,
+                          first_holder=True)
+        target = db.table("x_target")
+        drawn = sampler.draw(ell, 40 * len(omega), target)
+        by_sample: dict[int, list[str]] = {}
+        for sid, item_id, supp in db.query(exp.select("sid", "item_id", "supp").from_(target)):
+            assert supp is None  # the rule counts no support
+            by_sample.setdefault(sid, []).append(labels[item_id])
+        counts = Counter(tuple(sorted(v, key=int)) for v in by_sample.values())
+        assert len(by_sample) == drawn >= 40 * len(omega)
+        assert set(counts) == {tuple(sorted(c, key=int)) for c in omega}
+        expected = drawn / len(omega)
+        assert max(abs(n - expected) for n in counts.values()) < 5 * math.sqrt(expected)
+        sampler.release()
+        db.drop_table(target)
+    assert db.table_names("x_") == []
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("plan", ["postings", "enumerate"])
+@pytest.mark.on_spark(seeds=[11])
+def test_first_holder_rule_keeps_exactly_the_proposals_of_first_holders(
+        db: Backend, tmp_path: Path, seed: int, plan: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """propose() / keep() / accept_among() / accept_kept() under the first-holder rule: the
+    proposing records are ranked longest first (ties: the smaller id), and a proposal is
+    accepted exactly when no record ranked before its own holds its itemset, brute force
+    over the loaded records. With each support plan: in the postings plan, proposals of one
+    itemset from records of one tier share their prefixes, and so the largest bound."""
+    monkeypatch.setattr(sampler_module, "itemset_support",
+                        functools.partial(itemset_support, plan=plan))
+    data, _ = random_case(tmp_path, seed)
+    dataset = api.load_transactions(db, data, "s")
+    items = db.table(dataset.items_table(dataset.set_attributes[0]))
+    records = _records_by_id(db, items)
+    ell = 2
+    ranked = sorted((r for r, held in records.items() if len(held) >= ell),
+                    key=lambda r: (-len(records[r]), r))
+    rank = {record: i + 1 for i, record in enumerate(ranked)}
+    sampler = Sampler(db, items, lambda p: db.table(f"x_{p}"), seed=seed, stream=3,
+                      first_holder=True)
+    target = db.table("x_target")
+    sampler.draw(ell, 10, target)
+    db.drop_table(target)
+
+    def proposals() -> dict[int, tuple[int, frozenset[int]]]:
+        """pid -> (proposing record, itemset), read before keep() drops the round."""
+        record_of = {int(pid): int(record) for pid, record, rnk in db.query(
+            exp.select("pid", "record_id", "rnk").from_(db.table("x_props")))
+            if rank[int(record)] == int(rnk)}
+        by_pid: dict[int, set[int]] = {}
+        for pid, item_id in db.query(exp.select("sid", "item_id").from_(target)):
+            by_pid.setdefault(int(pid), set()).add(int(item_id))
+        db.drop_table(target)
+        assert set(record_of) == set(by_pid)  # every proposal's rank is its record's
+        return {pid: (record_of[pid], frozenset(held)) for pid, held in by_pid.items()}
+
+    def accepted(chosen: dict[int, tuple[int, frozenset[int]]]) -> set[int]:
+        return {pid for pid, (record, itemset) in chosen.items()
+                if itemset <= records[record]
+                and not any(itemset <= records[r] for r in ranked[:rank[record] - 1])}
+
+    first = sampler.propose(ell, 150, target)
+    drawn = proposals()
+    chosen = dict(list(drawn.items())[::2])
+    db.materialize(db.table("x_chosen"), exp.select(
+        exp.cast(exp.column("sid"), "BIGINT").as_("sid")).from_(
+        exp.values([(pid,) for pid in chosen], alias="c", columns=["sid"])))
+    kept_table = db.table("x_kept")
+    assert sampler.accept_among(db.table("x_chosen"), kept_table) == len(accepted(chosen))
+    assert {int(sid) for (sid,) in db.query(exp.select("sid").distinct().from_(kept_table))} \
+        == accepted(chosen)
+    for table in ("x_chosen", "x_kept"):
+        db.drop_table(db.table(table))
+    sampler.keep()
+    second = sampler.propose(ell, 150, target)
+    drawn.update(proposals())
+    sampler.keep()
+    assert sampler.kept() == first + second == len(drawn)
+    expected = len(accepted(drawn))
+    assert 0 < expected < len(drawn), "the case should reject some proposals"
+    assert sampler.accept_kept() == expected
+    sampler.release()
+    assert db.table_names("x_") == []
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -200,7 +200,8 @@ def _search(gen: CutSearch, chosen: KmParams, seed: int, trial: int,
         sampler = McmcSampler(gen.backend, gen.items, gen.table, seed, stream=trial,
                               first_check=chosen.mcmc_min_steps)
     else:
-        sampler = PositionSampler(gen.backend, gen.items, gen.table, seed, stream=trial)
+        sampler = PositionSampler(gen.backend, gen.items, gen.table, seed, stream=trial,
+                                  first_holder=True)
     figures: dict[str, Any] = {}
     try:
         for ell in range(first, chosen.m + 1):

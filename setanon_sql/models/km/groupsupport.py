@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
 from setanon_sql.models.km.itemsets import (
+    bounded_rows,
     enumeration_joins,
     itemset_rows,
     itemset_supports,
@@ -62,11 +63,12 @@ class PlanCosts(NamedTuple):
 
 
 def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
-               work: Callable[[str], exp.Table]) -> PlanCosts:
+               work: Callable[[str], exp.Table], bounds: exp.Table | None = None) -> PlanCosts:
     """The rows each plan reads. Leaves ``work("gids")`` (:func:`.itemsets.prefix_ids`, the
-    prefix plan's input) and ``work("glens")`` (``km_group_lengths``: each record's length in
-    the itemsets' nodes) unless there is no itemset."""
-    node_postings, rows = work("gocc"), work("grows")
+    prefix plan's input; with ``bounds``, bounded and shared by tier) and ``work("glens")``
+    (``km_group_lengths``: each record's length in the itemsets' nodes) unless there is no
+    itemset. The costs are of the unbounded plans (bounds only remove rows)."""
+    node_postings, rows, tiered = work("gocc"), work("grows"), work("gbrows")
     ids, lengths = work("gids"), work("glens")
     sizes = sorted(int(size) for (size,) in backend.query("km_group_sizes", None,
                                                           {"groups": itemsets}))
@@ -76,11 +78,14 @@ def plan_costs(backend: Backend, itemsets: exp.Table, records: exp.Table,
         backend.materialize(node_postings, "km_group_node_postings", None,
                             {"groups": itemsets, "g": records})
         backend.materialize(rows, rarest_first_rows(itemsets, node_postings, max(sizes)))
-        backend.materialize(ids, prefix_ids(rows, max(sizes)))
+        if bounds is not None:
+            backend.materialize(tiered, bounded_rows(rows, bounds))
+        backend.materialize(ids, prefix_ids(rows if bounds is None else tiered, max(sizes),
+                                            bounded=bounds is not None))
         postings = int(backend.scalar(prefix_cost(ids, node_postings, max(sizes))) or 0)
     finally:
-        backend.drop_table(node_postings)
-        backend.drop_table(rows)
+        for table in (node_postings, rows, tiered):
+            backend.drop_table(table)
     backend.materialize(lengths, "km_group_lengths", None, {"groups": itemsets, "g": records})
     histogram = backend.query("km_length_histogram", None, {"lengths": lengths})
     enumeration = sum(int(n) * comb(int(length), size)
@@ -121,7 +126,7 @@ def extends_by_records(backend: Backend, held: exp.Table, level: exp.Table,
 
 def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, lengths: exp.Table,
                    target: exp.Table, sizes: list[int], work: Callable[[str], exp.Table],
-                   step: str, held_rows: int) -> None:
+                   step: str, held_rows: int, bounded: bool = False) -> None:
     """``target(vid, supp)`` level by level over the prefixes of ``ids``: one table of
     (record_id, prefix) per level, each made from the level before by one statement whose
     joins run in the order written (:meth:`.Backend.joins_as_written`). A level is extended by
@@ -134,26 +139,30 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, lengths
     levels, where they are longest; a later level that outgrows it spills, never fails).
     Written to the file, these levels were a third of DuckDB's search at 1 M CDR-like users
     and σ = 0.999 (1,145 of 3,600 s). In memory, at σ = 0.99 and m = 7: 8.2 -> 5.7 s at
-    100,000 users, 87.6 -> 79.5 s at 1 M (BENCHMARKS.md, km, "Built (stop 91)")."""
+    100,000 users, 87.6 -> 79.5 s at 1 M (BENCHMARKS.md, km, "Built (stop 91)").
+
+    With ``bounded`` (``ids`` made with bounds, :func:`plan_costs`), a level keeps only the
+    records below its prefix's bound, and ``target`` is (vid, holder): the first holder below
+    the itemset's bound (:func:`itemset_support`)."""
     level = work("gpre")
     held = [work("gheld"), work("gheld2")]  # this level's rows, built from the other's
     counts = {size: work(f"gcount{size}") for size in sizes}
     last = max(sizes)
     try:
         for j in range(1, last + 1):
-            backend.materialize(level, prefix_level(ids, j))
+            backend.materialize(level, prefix_level(ids, j, bounded))
             if j == 1:
-                rows = prefix_start(level, records)
+                rows = prefix_start(level, records, bounded)
             else:
                 by_records = extends_by_records(backend, held[0], level, lengths, step)
-                rows = (prefix_extend_by_records(held[0], level, records) if by_records
-                        else prefix_extend(held[0], level, records))
+                rows = (prefix_extend_by_records(held[0], level, records, bounded) if by_records
+                        else prefix_extend(held[0], level, records, bounded))
             # The last level is counted as it is found: its rows are never read again, so
             # they are not written (millions at 100,000 CDR-like users, each passed from
             # PostgreSQL's parallel workers to the one process that writes).
             with backend.joins_as_written():
                 if j == last:
-                    backend.materialize(counts[j], prefix_counts(rows))
+                    backend.materialize(counts[j], prefix_counts(rows, bounded))
                 else:
                     with backend.short_lived_tables(held_rows * HELD_ROW_BYTES):
                         backend.materialize(held[1], rows)
@@ -162,8 +171,9 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, lengths
             held.reverse()
             backend.drop_table(level)
             if j in counts and j != last:
-                backend.materialize(counts[j], prefix_counts(held[0]))
-        backend.materialize(target, prefix_supports(ids, counts))
+                backend.materialize(counts[j], prefix_counts(held[0], bounded))
+        backend.materialize(target, prefix_supports(ids, counts,
+                                                    "holder" if bounded else "supp"))
     finally:
         for table in (level, *held, *counts.values()):
             backend.drop_table(table)
@@ -171,33 +181,46 @@ def prefix_support(backend: Backend, ids: exp.Table, records: exp.Table, lengths
 
 def itemset_support(backend: Backend, itemsets: exp.Table, records: exp.Table,
                     target: exp.Table, work: Callable[[str], exp.Table],
-                    plan: str = "auto", step: str = "auto") -> str:
+                    plan: str = "auto", step: str = "auto",
+                    bounds: exp.Table | None = None) -> str:
     """Materialize ``target(vid, supp)``: the support in ``records(record_id, node_id)`` of
     each itemset of ``itemsets(vid, node_id, ...)`` (no row: support 0).
+
+    With ``bounds(vid, bound)``, ``target(vid, holder)`` instead: the smallest record id below
+    the itemset's bound that holds it (no row: none does), which decides the sampler's
+    first-holder rule (:mod:`.sampler`) without counting the holders after it. Both plans
+    skip the records at or above a bound; the prefix plan's levels share prefixes within a
+    tier of bounds only (:func:`.itemsets.bounded_rows`).
 
     Returns the plan that ran. ``work(purpose)`` names the scratch tables (dropped here);
     ``step`` is how the postings plan extends a level (:data:`EXTEND_STEPS`).
     """
-    ids, lengths, restricted, rows = work("gids"), work("glens"), work("grec"), work("grows")
+    ids, lengths, restricted = work("gids"), work("glens"), work("grec")
+    rows, tiered = work("grows"), work("gbrows")
+    first = bounds is not None
     try:
-        costs = plan_costs(backend, itemsets, records, work)
+        costs = plan_costs(backend, itemsets, records, work, bounds)
         if not costs.sizes:  # no itemset: no support to count
-            backend.materialize(target, "km_itemset_support_none")
+            backend.materialize(target, "km_itemset_first_none" if first
+                                else "km_itemset_support_none")
             return "postings"
         if plan == "auto":
             plan = "enumerate" if costs.enumeration < costs.postings else "postings"
         if plan == "postings":
             prefix_support(backend, ids, records, lengths, target, costs.sizes, work, step,
-                           costs.postings)
+                           costs.postings, first)
             return "postings"
         backend.materialize(restricted, "km_group_records", None,
                             {"groups": itemsets, "g": records})
         backend.materialize(rows, itemset_rows(itemsets, max(costs.sizes)))
+        if bounds is not None:
+            backend.materialize(tiered, bounded_rows(rows, bounds))
         with enumeration_joins(backend, max(costs.sizes)):
-            backend.materialize(target, itemset_supports(restricted, rows, costs.sizes))
+            backend.materialize(target, itemset_supports(
+                restricted, rows if bounds is None else tiered, costs.sizes, first))
         return "enumerate"
     finally:
-        for table in (ids, lengths, restricted, rows):
+        for table in (ids, lengths, restricted, rows, tiered):
             backend.drop_table(table)
 
 

@@ -91,7 +91,7 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
     the counts add up, and the verdict is taken on the totals only, once all are drawn."""
     made: dict[str, exp.Table] = {}
     sampler = PositionSampler(backend, items, lambda p: _staging(p, made, backend), seed,
-                              _STREAM_VERIFY + ell)
+                              _STREAM_VERIFY + ell, first_holder=True)
     try:
         cut, g = _staging("vcut", made, backend), _staging("vg", made, backend)
         groups, violations = _staging("groups", made, backend), _staging("viol", made, backend)
