@@ -3,7 +3,8 @@
 Used for Alg. 2 l.9-10 (which generalized samples are below k: a pool generalized by the cut
 is ``groups(vid, node_id, n)``, one itemset of 1..ℓ nodes per vid, two items under one node
 making it shorter) and for the sampler's rejection step (the support in D of each distinct
-proposed itemset). The supports can be counted
+proposed itemset, or under the first-holder rule each proposal's first holder below its own
+record, ``bounds``: :func:`itemset_support`). The supports can be counted
 
 - by **postings**, shared by prefix (:func:`prefix_support`): each itemset's nodes are put in
   one global order, rarest first; the records of each distinct first node are read once, and

@@ -31,16 +31,16 @@ What is reused, and why that is allowed:
 - **proposals first** (the rejection sampler, :class:`.sampler.Sampler`): once a size's
   acceptance is known (its first part is drawn whole, which measures it and tells how many
   proposals make a part), a part is drawn as proposals (records by C(|r|, ℓ), an ℓ-subset of
-  each) and checked against the cut before the rejection step counts supp(C) in D. The
-  samples are the accepted proposals, as in :meth:`.sampler.Sampler.draw`; what changes is
-  which supports are counted, and when:
+  each) and checked against the cut before the rejection rule is decided in D (the
+  first-holder rule, :mod:`.sampler`). The samples are the accepted proposals, as in
+  :meth:`.sampler.Sampler.draw`; what changes is which proposals are decided, and when:
 
-  - if some proposals violate k, their supports alone are counted: the part (and its pool)
+  - if some proposals violate k, they alone are decided: the part (and its pool)
     fails when one of them is accepted, and steers with the accepted ones, as Alg. 2 does;
     the pool's kept parts are dropped uncounted;
   - a part with no violating sample is kept, and the samples among all the kept parts of the
-    pool are counted in one pass once they are expected to reach γ, not one pass per part
-    (on 1 M CDR-like users these counts were most of the search, BENCHMARKS.md).
+    pool are decided in one pass once they are expected to reach γ, not one pass per part
+    (on 1 M CDR-like users these passes were most of the search, BENCHMARKS.md).
 
   So the samples and the decisions are those of the pool's parts drawn whole, except that a
   pool which reached γ clean samples within its kept parts may still fail on a later part

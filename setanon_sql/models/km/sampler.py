@@ -19,8 +19,9 @@ exactly uniform, independent draws, so no mixing time (Theorem 3) or convergence
   acceptance is a function of the proposal alone, so the samples are too. Deciding it needs
   only the holders before the proposing record: proposals come mostly from the longest
   records (Z is dominated by them), so few records are before them, and the support plan
-  skips the rest (``bounds``). At 1 M CDR-like users, 1 M proposals: 52.0 -> 25.2 s at ℓ = 5,
-  33.8 -> 16.6 s at ℓ = 7, 33.7 -> 11.9 s at ℓ = 11. The samples carry no support.
+  skips the rest (``bounds``). At 1 M CDR-like users, one pass over 1 M kept proposals
+  (``bench/bench_km_accept.py``): 55.2 -> 30.1 s at ℓ = 5, 43.5 -> 26.9 s at ℓ = 7,
+  39.1 -> 14.8 s at ℓ = 11. The samples carry no support.
 
 Size 1 draws items directly (Omega^1 is the item set; rejection would accept |I| / |D| only).
 Randomness is a hash of (seed, stream, round, proposal), the same on every backend.
@@ -287,7 +288,7 @@ class Sampler:
         its support: frequent ones repeat). By first holder each proposal is its own itemset,
         bounded by its own record: a repeated itemset shares its prefixes in the support plan
         all the same, and the keys (a grouping of every proposal's ℓ items) are not made (at
-        1 M CDR-like users and σ = 0.999, 314 s of the 3,600 made them)."""
+        1 M CDR-like users and σ = 0.999, 262 s of the 3,600 made them)."""
         b, accepted = self.backend, self.table("pacc")
         keys, itemsets = self.table("pkeys"), self.table("pitems")
         counted, bounds = self.table("psupp"), self.table("pbounds")
