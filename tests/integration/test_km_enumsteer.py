@@ -283,7 +283,9 @@ def test_a_clean_pilot_is_the_first_part_of_its_pool(db: Backend, tmp_path: Path
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      seed: int) -> None:
     # Every record the same four items: no itemset is below k, so every pilot is clean and
-    # counts toward γ; the rest of γ is drawn as one more part.
+    # counts toward γ; the rest of γ follows in proposed parts. Size 1 draws items directly,
+    # exactly as many as asked: a pilot of 1,000, then 457. Above it a proposed part holds
+    # about the samples asked for (a binomial count: one more part is as likely as not).
     _pilot_every_size(monkeypatch)
     rng = random.Random(seed)
     universe = [str(i) for i in range(1, 7)]
@@ -295,8 +297,11 @@ def test_a_clean_pilot_is_the_first_part_of_its_pool(db: Backend, tmp_path: Path
     dataset, run, out, _ = run_km(db, data, hierarchy, tmp_path, k="3", m=3,
                                   sigma=str(sigma))
     certifying = [r for r in run.figures["rounds"] if "certified_by" in r]
-    assert [(r["size"], r["certified_by"], r["parts"], r["failed_pools"])
-            for r in certifying] == [(ell, "samples", 2, 0) for ell in (1, 2, 3)]
+    assert [(r["size"], r["certified_by"], r["failed_pools"]) for r in certifying] \
+        == [(ell, "samples", 0) for ell in (1, 2, 3)]
+    assert (certifying[0]["parts"], certifying[0]["clean_samples"]) == (2, 1457)
+    for entry in certifying[1:]:  # the pilot drawn whole, every later part proposed
+        assert entry["parts"] >= 2 and entry["proposed_parts"] == entry["parts"] - 1
     assert all(r["clean_samples"] >= r["gamma"] == 1457 for r in certifying)
     assert run.figures["ncp"] == 0
     original, published = km_oracle.read_fimi(data), km_oracle.read_fimi(out)

@@ -173,6 +173,7 @@ def test_proposals_then_rejection_keep_each_with_probability_one_over_its_suppor
         sampler.propose(2, 10, target)  # the size's acceptance sizes a part: a draw first
     sampler.draw(2, 10, target)
     db.drop_table(target)
+    drawn_accepted, drawn_proposed = sampler.measured[2]
 
     def proposals() -> dict[int, tuple[str, ...]]:
         by_pid: dict[int, list[str]] = {}
@@ -222,7 +223,8 @@ def test_proposals_then_rejection_keep_each_with_probability_one_over_its_suppor
     assert sampler.kept() == first + second
     expected_kept = len(accepted(sorted(itemsets)))
     assert sampler.accept_kept() == expected_kept  # one count for both parts
-    assert sampler.acceptance[2] == pytest.approx(expected_kept / (first + second))
+    assert sampler.acceptance[2] == pytest.approx(  # pooled with the draw's rounds
+        (drawn_accepted + expected_kept) / (drawn_proposed + first + second))
     assert sampler.kept() == 0
     sampler.propose(2, 10, target)
     assert sampler.rounds == round_no - 3 * 1_000_000 + 1  # a new round after the count
