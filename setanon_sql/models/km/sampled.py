@@ -72,12 +72,13 @@ the pool is drawn as before. The history's certifying entry says which way it we
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.km.cleanimages import CleanImages
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
 from setanon_sql.models.km.exactcheck import (
@@ -187,6 +188,10 @@ class _Checker:
     lengths_of: tuple[int, list[tuple[int, int]]] | None = None
     slices_of: tuple[int, list[exp.Table]] | None = None
     record_count: int | None = None
+    clean: CleanImages = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.clean = CleanImages(self.gen.backend, self.gen.table, self.ell)
 
     def _refresh(self) -> exp.Table:
         """<R, D> of the current cut version (made once per version): the first in full, each
@@ -237,17 +242,25 @@ class _Checker:
         return self.lengths_of[1]
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
-        """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
+        """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller. Images
+        found clean by an earlier check under the same cut are not counted again
+        (:mod:`.cleanimages`)."""
         gen, b = self.gen, self.gen.backend
         records = self._records()
-        groups = gen.table("groups")
+        groups, unknown = gen.table("groups"), gen.table("gunknown")
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"),
                       widest=self.ell)
-        plan = group_violations(b, groups, records, self.k, gen.table("sviol"), gen.table)
-        b.drop_table(groups)
+        try:
+            counted = self.clean.unknown(groups, self.version, unknown)
+            plan = group_violations(b, counted, records, self.k, gen.table("sviol"), gen.table)
+            self.clean.add(gen.table("sviol"), self.version)
+        finally:
+            b.drop_table(groups)
+            b.drop_table(unknown)
         return violating_count(b, gen.table("sviol")), plan
 
     def drop(self) -> None:
+        self.clean.forget()
         self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
@@ -397,6 +410,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                                     "parts": parts, "proposed_parts": proposed,
                                     "failed_pools": failed_pools,
                                     "plan": plan,
+                                    "remembered_images": checker.clean.remembered,
                                     **(exact.figures() if exact is not None else {})})
                     return history
                 continue
