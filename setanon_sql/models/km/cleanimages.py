@@ -9,12 +9,12 @@ under the 35-region cut, a part of 1 M proposals held 446,000 distinct images at
 793,000 at ℓ = 11, of which only 263,000 and 639,000 were new against the part before
 (BENCHMARKS.md, km, "Stop 92"); the cut check was ~430 of the run's 459 support counts.
 
-So the clean images of each part are remembered, as one row of ℓ node ids each (their nodes in
-increasing order, -1 past the image's size), and the next part counts only the images not
-among them. Only clean images are kept: a violating image makes its pool fail, and the merges
-that follow change the cut. A new cut version forgets them all (an image's nodes name other
-item sets under it); nothing else is carried across, so the violations found are exactly those
-of counting every image (tests compare the two).
+So the images of a part found clean are remembered, as one row of ℓ node ids each (their
+nodes in increasing order, -1 past the image's size), and the next part counts only the images
+not among them. Only the parts with no violation are kept: a violation fails the pool, and
+the merges that follow change the cut. A new cut version forgets them all (an image's nodes
+name other item sets under it); nothing else is carried across, so the violations found are
+exactly those of counting every image (tests compare the two).
 """
 
 from __future__ import annotations
@@ -46,50 +46,53 @@ class CleanImages:
 
     def unknown(self, groups: exp.Table, version: int, target: exp.Table) -> exp.Table:
         """The groups of ``groups(vid, node_id, n)`` (:func:`.sampled.group_samples`) whose
-        image is not kept for ``version``: ``target``, or ``groups`` itself when none is kept.
-        Leaves each group's image as a row (``simages``) and the kept ones' vids (``sknown``)
-        for :meth:`add`."""
+        image is not kept for ``version``: ``target``, or ``groups`` itself when none is."""
         b = self.backend
         if version != self.version:
             self.forget()
-        images, known = self.table("simages"), self.table("sknown")
-        b.materialize(images, pivoted_sets(groups, "vid", "node_id", self.width, NO_NODE))
         if self.version is None:
             return groups
+        images, known = self.table("simages"), self.table("sknown")
         slots = [f"i{j}" for j in range(1, self.width + 1)]
-        b.materialize(known, exp.select(_col("m", "vid").as_("vid", quoted=True))
-                      .from_(with_alias(images, "m"))
-                      .join(with_alias(self.table("sclean"), "c"),
-                            on=exp.and_(*(_col("m", s).eq(_col("c", s)) for s in slots))))
-        self.remembered += int(b.scalar(
-            exp.select(exp.func("count", exp.Star())).from_(known.copy())) or 0)
-        b.materialize(target, _without(groups, known))
+        try:
+            b.materialize(images, pivoted_sets(groups, "vid", "node_id", self.width, NO_NODE))
+            b.materialize(known, exp.select(_col("m", "vid").as_("vid", quoted=True))
+                          .from_(with_alias(images, "m"))
+                          .join(with_alias(self.table("sclean"), "c"),
+                                on=exp.and_(*(_col("m", s).eq(_col("c", s)) for s in slots))))
+            self.remembered += int(b.scalar(
+                exp.select(exp.func("count", exp.Star())).from_(known.copy())) or 0)
+            b.materialize(target, _without(groups, known))
+        finally:
+            b.drop_table(images)
+            b.drop_table(known)
         return target
 
-    def add(self, violations: exp.Table, version: int) -> None:
-        """Keep the images left by :meth:`unknown` that were not kept and are not in
-        ``violations(vid, ...)`` (those just counted and found clean under ``version``): each
-        is new, so the kept rows stay distinct."""
+    def add(self, counted: exp.Table, violating: int, version: int) -> None:
+        """After :meth:`unknown`'s groups were counted under ``version`` (``counted``, the
+        groups :meth:`unknown` returned): keep their images if none violates. A violating
+        sample fails the pool and merges change the cut, so then nothing is kept (and no
+        image is pivoted for nothing: at σ = 0.99 nearly every check but a size's last finds
+        one). A violating proposal the rejection rule then drops forgets them too: the kept
+        images are only a saving, and such parts are rare where parts repeat images."""
+        if violating:
+            self.forget()
+            return
         b = self.backend
-        images, known = self.table("simages"), self.table("sknown")
         kept, merged = self.table("sclean"), self.table("scleanu")
+        images = pivoted_sets(counted, "vid", "node_id", self.width, NO_NODE)
         slots = [exp.column(f"i{j}", quoted=True) for j in range(1, self.width + 1)]
-        fresh = _without(images, violations)
-        if self.version is not None:
-            fresh = _without(fresh, known)
-        clean = exp.select(*(s.copy() for s in slots)).from_(fresh.subquery("n"))
+        clean = exp.select(*(s.copy() for s in slots)).from_(images.subquery("n"))
         if self.version is None:
             b.materialize(kept, clean)
-        else:
+        else:  # each image is new (not kept: unknown()), so the kept rows stay distinct
             b.materialize(merged, union_all(
                 [exp.select(*(s.copy() for s in slots)).from_(kept.copy()), clean]))
             b.replace_table(kept, merged)
         self.version = version
-        b.drop_table(images)
-        b.drop_table(known)
 
     def forget(self) -> None:
-        """Drop the kept images (a new cut version, or the size is done)."""
+        """Drop the kept images (a new cut version, a violation, or the size is done)."""
         for purpose in ("sclean", "scleanu", "simages", "sknown"):
             self.backend.drop_table(self.table(purpose))
         self.version = None

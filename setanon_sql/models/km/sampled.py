@@ -253,11 +253,12 @@ class _Checker:
         try:
             counted = self.clean.unknown(groups, self.version, unknown)
             plan = group_violations(b, counted, records, self.k, gen.table("sviol"), gen.table)
-            self.clean.add(gen.table("sviol"), self.version)
+            bad = violating_count(b, gen.table("sviol"))
+            self.clean.add(counted, bad, self.version)
         finally:
             b.drop_table(groups)
             b.drop_table(unknown)
-        return violating_count(b, gen.table("sviol")), plan
+        return bad, plan
 
     def drop(self) -> None:
         self.clean.forget()
