@@ -14,7 +14,7 @@ from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
 from setanon_sql.models.km import sampled
-from setanon_sql.models.km.cleanimages import CleanImages
+from setanon_sql.models.km.cleanimages import CleanImages, without_vids
 from tests.integration.test_km import random_case, run_km
 from tests.oracle import km_oracle
 
@@ -40,14 +40,15 @@ def _vids(db: Backend, table: exp.Table) -> set[int]:
 def test_a_part_counts_only_the_images_found_clean_under_its_cut(db: Backend,
                                                                  seed: int) -> None:
     # Parts of random images of 1..3 nodes out of 6 (an image of fewer nodes must not match a
-    # longer one holding its nodes), checked under cut versions 4, 4, 4, 5, 5: the third
-    # part holds a violation (nothing is kept after it), the fourth is under a new cut.
+    # longer one holding its nodes), a third of each part's new images violating, checked
+    # under cut versions 4, 4, 4, 5, 5; the third part's pool fails (nothing added), the
+    # fourth is under a new cut. The clean images of each part that goes on are added.
     rng = random.Random(seed)
     width = 3
     clean = CleanImages(db, lambda p: db.table(f"x_{p}"), width)
     kept: set[Image] = set()
-    for number, (version, violating) in enumerate([(4, 0), (4, 0), (4, 2), (5, 0), (5, 0)],
-                                                  start=1):
+    for number, (version, goes_on) in enumerate(
+            [(4, True), (4, True), (4, False), (5, True), (5, True)], start=1):
         drawn = {frozenset(rng.sample(range(1, 7), rng.randint(1, width))) for _ in range(12)}
         images = dict(enumerate(sorted(drawn, key=sorted), start=1))
         groups = _groups(db, f"x_g{number}", images)
@@ -56,15 +57,22 @@ def test_a_part_counts_only_the_images_found_clean_under_its_cut(db: Backend,
         counted = clean.unknown(groups, version, db.table("x_unknown"))
         expected = {vid for vid, image in images.items() if image not in kept}
         assert _vids(db, counted) == expected
-        clean.add(counted, violating, version)
-        kept = set() if violating else kept | {images[vid] for vid in expected}
+        violating = set(rng.sample(sorted(expected), len(expected) // 3))
+        violations = _groups(db, f"x_v{number}", {vid: images[vid] for vid in violating})
+        clean_groups = db.table("x_clean")
+        db.materialize(clean_groups, without_vids(counted, violations))
+        assert _vids(db, clean_groups) == expected - violating
+        if goes_on:
+            clean.add(clean_groups, version)
+            kept |= {images[vid] for vid in expected - violating}
         rows = db.query(exp.select("*").from_(db.table("x_sclean"))) if kept else []
         assert sorted(rows) == sorted(tuple([*sorted(image), *[-1] * (width - len(image))])
                                       for image in kept)  # each image once
-        db.drop_table(db.table("x_unknown"))
+        for table in ("x_unknown", "x_clean"):
+            db.drop_table(db.table(table))
     assert clean.remembered > 0
     clean.forget()
-    assert all(name.startswith("x_g") for name in db.table_names("x_"))
+    assert all(name.startswith(("x_g", "x_v")) for name in db.table_names("x_"))
 
 
 class _CountingAll(CleanImages):

@@ -11,10 +11,11 @@ under the 35-region cut, a part of 1 M proposals held 446,000 distinct images at
 
 So the images of a part found clean are remembered, as one row of ℓ node ids each (their
 nodes in increasing order, -1 past the image's size), and the next part counts only the images
-not among them. Only the parts with no violation are kept: a violation fails the pool, and
-the merges that follow change the cut. A new cut version forgets them all (an image's nodes
-name other item sets under it); nothing else is carried across, so the violations found are
-exactly those of counting every image (tests compare the two).
+not among them. Only the parts of a pool that goes on are added: a violating sample fails the
+pool, and the merges that follow change the cut (a part whose violating proposals the
+rejection rule all drops goes on, and its clean images are added). A new cut version forgets
+them all (an image's nodes name other item sets under it); nothing else is carried across, so
+the violations found are exactly those of counting every image (tests compare the two).
 """
 
 from __future__ import annotations
@@ -62,32 +63,29 @@ class CleanImages:
                                 on=exp.and_(*(_col("m", s).eq(_col("c", s)) for s in slots))))
             self.remembered += int(b.scalar(
                 exp.select(exp.func("count", exp.Star())).from_(known.copy())) or 0)
-            b.materialize(target, _without(groups, known))
+            b.materialize(target, without_vids(groups, known))
         finally:
             b.drop_table(images)
             b.drop_table(known)
         return target
 
-    def add(self, counted: exp.Table, violating: int, version: int) -> None:
-        """After :meth:`unknown`'s groups were counted under ``version`` (``counted``, the
-        groups :meth:`unknown` returned): keep their images if none violates. A violating
-        sample fails the pool and merges change the cut, so then nothing is kept (and no
-        image is pivoted for nothing: at σ = 0.99 nearly every check but a size's last finds
-        one). A violating proposal the rejection rule then drops forgets them too: the kept
-        images are only a saving, and such parts are rare where parts repeat images."""
-        if violating:
-            self.forget()
-            return
+    def add(self, clean: exp.Table, version: int) -> None:
+        """Keep the images of ``clean(vid, node_id, n)``: groups :meth:`unknown` returned,
+        since counted under ``version`` and found clean. Each is new, so the kept rows stay
+        distinct. The caller adds a part only when its pool goes on under the same cut (a
+        failing pool's merges make a new version, which forgets them)."""
         b = self.backend
+        if version != self.version:
+            self.forget()
         kept, merged = self.table("sclean"), self.table("scleanu")
-        images = pivoted_sets(counted, "vid", "node_id", self.width, NO_NODE)
+        images = pivoted_sets(clean, "vid", "node_id", self.width, NO_NODE)
         slots = [exp.column(f"i{j}", quoted=True) for j in range(1, self.width + 1)]
-        clean = exp.select(*(s.copy() for s in slots)).from_(images.subquery("n"))
+        fresh = exp.select(*(s.copy() for s in slots)).from_(images.subquery("n"))
         if self.version is None:
-            b.materialize(kept, clean)
-        else:  # each image is new (not kept: unknown()), so the kept rows stay distinct
+            b.materialize(kept, fresh)
+        else:
             b.materialize(merged, union_all(
-                [exp.select(*(s.copy() for s in slots)).from_(kept.copy()), clean]))
+                [exp.select(*(s.copy() for s in slots)).from_(kept.copy()), fresh]))
             b.replace_table(kept, merged)
         self.version = version
 
@@ -98,7 +96,7 @@ class CleanImages:
         self.version = None
 
 
-def _without(rows: exp.Table | exp.Select, vids: exp.Table) -> exp.Select:
+def without_vids(rows: exp.Table | exp.Select, vids: exp.Table) -> exp.Select:
     """The rows of ``rows(vid, ...)`` whose vid is not in ``vids(vid, ...)``: an anti-join
     written as an outer join (PostgreSQL hashes ``NOT IN (subquery)`` only within work_mem)."""
     source = with_alias(rows, "r") if isinstance(rows, exp.Table) else rows.subquery("r")

@@ -315,14 +315,15 @@ def set_ids(rows: exp.Table, owner: str, item: str, size: int) -> exp.Select:
         pivoted_sets(rows, owner, item, size).subquery("p"))
 
 
-def pivoted_sets(rows: exp.Table, owner: str, item: str, size: int,
+def pivoted_sets(rows: exp.Table | exp.Select, owner: str, item: str, size: int,
                  fill: int | None = None) -> exp.Select:
     """(``owner``, i1..i``size``) from ``rows(owner, item)``: each owner's distinct items in
     increasing order, one column each, ``fill`` (a constant; None: NULL) past its count."""
     own, it = exp.column(owner, quoted=True), exp.column(item, quoted=True)
     rank = exp.Window(this=exp.RowNumber(), partition_by=[own.copy()],
                       order=exp.Order(expressions=[exp.Ordered(this=it.copy())]))
-    ranked = exp.select(own.copy(), it.copy(), rank.as_("r", quoted=True)).from_(rows.copy())
+    source = rows.copy() if isinstance(rows, exp.Table) else rows.subquery("s")
+    ranked = exp.select(own.copy(), it.copy(), rank.as_("r", quoted=True)).from_(source)
     slots: list[exp.Expr] = []
     for j in range(1, size + 1):
         slot: exp.Expr = exp.func("max", exp.If(

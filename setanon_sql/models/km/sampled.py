@@ -78,7 +78,7 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
-from setanon_sql.models.km.cleanimages import CleanImages
+from setanon_sql.models.km.cleanimages import CleanImages, without_vids
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
 from setanon_sql.models.km.exactcheck import (
@@ -243,25 +243,38 @@ class _Checker:
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
         """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller. Images
-        found clean by an earlier check under the same cut are not counted again
-        (:mod:`.cleanimages`)."""
+        found clean under the same cut in a part :meth:`goes_on` kept are not counted again
+        (:mod:`.cleanimages`); this part's counted groups wait for that call."""
         gen, b = self.gen, self.gen.backend
         records = self._records()
-        groups, unknown = gen.table("groups"), gen.table("gunknown")
+        groups, unknown, clean = gen.table("groups"), gen.table("gunknown"), self.clean_groups
+        b.drop_table(clean)  # the last part's, had it not gone on
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"),
                       widest=self.ell)
         try:
             counted = self.clean.unknown(groups, self.version, unknown)
-            plan = group_violations(b, counted, records, self.k, gen.table("sviol"), gen.table)
-            bad = violating_count(b, gen.table("sviol"))
-            self.clean.add(counted, bad, self.version)
+            plan = group_violations(b, counted, records, self.k, gen.table("sviol"),
+                                    gen.table)
+            # its clean groups now: the caller may narrow sviol to the violating samples
+            b.materialize(clean, without_vids(counted, gen.table("sviol")))
         finally:
             b.drop_table(groups)
             b.drop_table(unknown)
-        return bad, plan
+        return violating_count(b, gen.table("sviol")), plan
+
+    @property
+    def clean_groups(self) -> exp.Table:
+        return self.gen.table("gclean")
+
+    def goes_on(self) -> None:
+        """The pool goes on under this cut after the last :meth:`check` (no violating sample
+        in it): keep its clean images for the next parts."""
+        self.clean.add(self.clean_groups, self.version)
+        self.gen.backend.drop_table(self.clean_groups)
 
     def drop(self) -> None:
         self.clean.forget()
+        self.gen.backend.drop_table(self.clean_groups)
         self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
@@ -401,6 +414,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
             outcome = rule.decide(clean + drawn - bad, bad)
+            if outcome == "continue":
+                checker.goes_on()
             if outcome != "failed":
                 clean += drawn
                 for table in (pool, keys, violations):
