@@ -90,7 +90,7 @@ class CleanImages:
         self.version = version
 
     def forget(self) -> None:
-        """Drop the kept images (a new cut version, a violation, or the size is done)."""
+        """Drop the kept images (a new cut version, or the size is done)."""
         for purpose in ("sclean", "scleanu", "simages", "sknown"):
             self.backend.drop_table(self.table(purpose))
         self.version = None
