@@ -69,7 +69,7 @@ class CleanImages:
             b.drop_table(known)
         return target
 
-    def add(self, clean: exp.Table, version: int) -> None:
+    def add(self, clean: exp.Table | exp.Select, version: int) -> None:
         """Keep the images of ``clean(vid, node_id, n)``: groups :meth:`unknown` returned,
         since counted under ``version`` and found clean. Each is new, so the kept rows stay
         distinct. The caller adds a part only when its pool goes on under the same cut (a

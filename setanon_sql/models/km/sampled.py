@@ -189,6 +189,7 @@ class _Checker:
     slices_of: tuple[int, list[exp.Table]] | None = None
     record_count: int | None = None
     clean: CleanImages = field(init=False)
+    violated: bool = False  # the last part checked had a violating group (``violating``)
 
     def __post_init__(self) -> None:
         self.clean = CleanImages(self.gen.backend, self.gen.table, self.ell)
@@ -247,34 +248,53 @@ class _Checker:
         (:mod:`.cleanimages`); this part's counted groups wait for that call."""
         gen, b = self.gen, self.gen.backend
         records = self._records()
-        groups, unknown, clean = gen.table("groups"), gen.table("gunknown"), self.clean_groups
-        b.drop_table(clean)  # the last part's, had it not gone on
+        groups, counted, violating = gen.table("groups"), self.counted, self.violating
+        self._drop_part()  # the last part's, had its pool not gone on
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"),
                       widest=self.ell)
         try:
-            counted = self.clean.unknown(groups, self.version, unknown)
-            plan = group_violations(b, counted, records, self.k, gen.table("sviol"),
+            unknown = self.clean.unknown(groups, self.version, counted)
+            plan = group_violations(b, unknown, records, self.k, gen.table("sviol"),
                                     gen.table)
-            # its clean groups now: the caller may narrow sviol to the violating samples
-            b.materialize(clean, without_vids(counted, gen.table("sviol")))
+            if unknown is groups:
+                b.replace_table(counted, groups)
         finally:
             b.drop_table(groups)
-            b.drop_table(unknown)
-        return violating_count(b, gen.table("sviol")), plan
+        bad = violating_count(b, gen.table("sviol"))
+        self.violated = bool(bad)
+        if bad:  # the caller may narrow sviol to the violating samples: keep what it holds
+            b.materialize(violating, exp.select(exp.column("vid", quoted=True)).distinct()
+                          .from_(gen.table("sviol")))
+        return bad, plan
 
     @property
-    def clean_groups(self) -> exp.Table:
-        return self.gen.table("gclean")
+    def counted(self) -> exp.Table:
+        """The groups the last :meth:`check` counted (those whose image was not kept)."""
+        return self.gen.table("gcounted")
+
+    @property
+    def violating(self) -> exp.Table:
+        """The vids of the groups among them found below k (made only when there is one)."""
+        return self.gen.table("gviolating")
 
     def goes_on(self) -> None:
         """The pool goes on under this cut after the last :meth:`check` (no violating sample
-        in it): keep its clean images for the next parts."""
-        self.clean.add(self.clean_groups, self.version)
-        self.gen.backend.drop_table(self.clean_groups)
+        in it, or none the rejection rule kept): keep its clean images for the next parts.
+        Made here, not in :meth:`check`: most parts are clean (their clean groups are all
+        counted, no anti-join), and a failing part's are never needed."""
+        clean: exp.Table | exp.Select = self.counted
+        if self.violated:
+            clean = without_vids(self.counted, self.violating)
+        self.clean.add(clean, self.version)
+        self._drop_part()
+
+    def _drop_part(self) -> None:
+        self.gen.backend.drop_table(self.counted)
+        self.gen.backend.drop_table(self.violating)
 
     def drop(self) -> None:
         self.clean.forget()
-        self.gen.backend.drop_table(self.clean_groups)
+        self._drop_part()
         self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
