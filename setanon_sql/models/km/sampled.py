@@ -72,12 +72,13 @@ the pool is drawn as before. The history's certifying entry says which way it we
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
 
 from setanon_sql.backends.base import Backend
+from setanon_sql.models.km.cleanimages import CleanImages, without_vids
 from setanon_sql.models.km.cutsearch import CutSearch
 from setanon_sql.models.km.enumsteer import steer_by_enumeration
 from setanon_sql.models.km.exactcheck import (
@@ -187,6 +188,11 @@ class _Checker:
     lengths_of: tuple[int, list[tuple[int, int]]] | None = None
     slices_of: tuple[int, list[exp.Table]] | None = None
     record_count: int | None = None
+    clean: CleanImages = field(init=False)
+    violated: bool = False  # the last part checked had a violating group (``violating``)
+
+    def __post_init__(self) -> None:
+        self.clean = CleanImages(self.gen.backend, self.gen.table, self.ell)
 
     def _refresh(self) -> exp.Table:
         """<R, D> of the current cut version (made once per version): the first in full, each
@@ -237,17 +243,58 @@ class _Checker:
         return self.lengths_of[1]
 
     def check(self, pool: exp.Table) -> tuple[int, str]:
-        """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller."""
+        """(violating samples, plan); leaves ``sviol`` and ``skeys`` for the caller. Images
+        found clean under the same cut in a part :meth:`goes_on` kept are not counted again
+        (:mod:`.cleanimages`); this part's counted groups wait for that call."""
         gen, b = self.gen, self.gen.backend
         records = self._records()
-        groups = gen.table("groups")
+        groups, counted, violating = gen.table("groups"), self.counted, self.violating
+        self._drop_part()  # the last part's, had its pool not gone on
         group_samples(b, pool, gen.cut, gen.table("skeys"), groups, gen.table("sgnodes"),
                       widest=self.ell)
-        plan = group_violations(b, groups, records, self.k, gen.table("sviol"), gen.table)
-        b.drop_table(groups)
-        return violating_count(b, gen.table("sviol")), plan
+        try:
+            unknown = self.clean.unknown(groups, self.version, counted)
+            plan = group_violations(b, unknown, records, self.k, gen.table("sviol"),
+                                    gen.table)
+            if unknown is groups:
+                b.replace_table(counted, groups)
+        finally:
+            b.drop_table(groups)
+        bad = violating_count(b, gen.table("sviol"))
+        self.violated = bool(bad)
+        if bad:  # the caller may narrow sviol to the violating samples: keep what it holds
+            b.materialize(violating, exp.select(exp.column("vid", quoted=True)).distinct()
+                          .from_(gen.table("sviol")))
+        return bad, plan
+
+    @property
+    def counted(self) -> exp.Table:
+        """The groups the last :meth:`check` counted (those whose image was not kept)."""
+        return self.gen.table("gcounted")
+
+    @property
+    def violating(self) -> exp.Table:
+        """The vids of the groups among them found below k (made only when there is one)."""
+        return self.gen.table("gviolating")
+
+    def goes_on(self) -> None:
+        """The pool goes on under this cut after the last :meth:`check` (no violating sample
+        in it, or none the rejection rule kept): keep its clean images for the next parts.
+        Made here, not in :meth:`check`: most parts are clean (their clean groups are all
+        counted, no anti-join), and a failing part's are never needed."""
+        clean: exp.Table | exp.Select = self.counted
+        if self.violated:
+            clean = without_vids(self.counted, self.violating)
+        self.clean.add(clean, self.version)
+        self._drop_part()
+
+    def _drop_part(self) -> None:
+        self.gen.backend.drop_table(self.counted)
+        self.gen.backend.drop_table(self.violating)
 
     def drop(self) -> None:
+        self.clean.forget()
+        self._drop_part()
         self._drop_slices()
         if self.generalized is not None:
             self.gen.backend.drop_table(self.generalized)
@@ -387,6 +434,8 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                              f"samples, {bad:,} violate k", done=clean + drawn - bad,
                    total=rule.gamma)
             outcome = rule.decide(clean + drawn - bad, bad)
+            if outcome == "continue":
+                checker.goes_on()
             if outcome != "failed":
                 clean += drawn
                 for table in (pool, keys, violations):
@@ -397,6 +446,7 @@ def enforce_sampled(gen: CutSearch, sampler: Sampler | McmcSampler, ell: int, k:
                                     "parts": parts, "proposed_parts": proposed,
                                     "failed_pools": failed_pools,
                                     "plan": plan,
+                                    "remembered_images": checker.clean.remembered,
                                     **(exact.figures() if exact is not None else {})})
                     return history
                 continue
