@@ -200,6 +200,24 @@ def profile_backend(backend: Any, keep: Path | None = None) -> Profile:
     return profile
 
 
+@dataclass
+class ProgressLines:
+    """With ``--profile``, each new progress step of the cell (:func:`setanon_sql.progress.
+    report`) as a line on stderr with the seconds since the cell began: a cell stopped at its
+    timeout then shows how far it got (which size, how many of γ samples), not only where its
+    time went."""
+
+    started: float
+    last: str = ""
+
+    def show(self, step: Any) -> None:
+        line = f"{step.phase}: {step.detail}"
+        if line != self.last:
+            self.last = line
+            print(f"# [{time.perf_counter() - self.started:8.1f} s] {line}", file=sys.stderr,
+                  flush=True)
+
+
 def saved_profile(keep: Path) -> tuple[str, str] | None:
     """(phase, profile as text) that a stopped cell left in ``keep`` (:class:`Profile`)."""
     if not keep.exists():
@@ -227,6 +245,7 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     from setanon_sql import api
     from setanon_sql.cli import interrupt_handling
     from setanon_sql.models import require_model
+    from setanon_sql.progress import reporting_to
 
     db = api.open_database(cell["url"], "km_bench")
     dataset = api.find_dataset(db, cell["dataset"])
@@ -240,8 +259,10 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
     keep = Path(cell["workdir"]) / f"profile-{os.getpid()}.json"
     profile = profile_backend(db, keep) if cell.get("profile") else None
     started = time.perf_counter()
+    lines = ProgressLines(started) if profile is not None else None
     try:
-        with interrupt_handling():  # the timeout's SIGINT stops a DuckDB statement at once
+        # the timeout's SIGINT stops a DuckDB statement at once
+        with interrupt_handling(), reporting_to(lines):
             run_id = api.anonymize(db, dataset, require_model("km"), params,
                                    seed=cell["seed"])
             out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
@@ -505,7 +526,8 @@ def main() -> None:
                              "beside other work on a shared machine")
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--profile", action="store_true",
-                        help="print seconds per km call site (search, then verify) to stderr")
+                        help="print seconds per km call site (search, then verify) and each "
+                             "progress step with its time to stderr")
     args = parser.parse_args()
     if args.cell:
         print(json.dumps(run_cell(json.loads(args.cell))))
