@@ -4,8 +4,9 @@ Prints one Markdown row per (dataset, backend, variant, k, m): published labels 
 "partitions"), NCP, share of occurrences generalized, rounds, run and verify time (the run's
 seconds are ``api.anonymize``'s, which verifies the run before it returns: they include one
 verify, and "verify s" times a second one), whether ``verify`` passes and, with ``--check``,
-an independent brute-force check of the FIMI export plus ``--mapping`` (tests/oracle/km_oracle.py; sampled sizes by fresh uniform samples of the
-ORIGINAL ℓ-itemsets drawn here in plain Python). Figures only: no assertions.
+an independent brute-force check of the FIMI export plus ``--mapping``
+(tests/oracle/km_oracle.py; sampled sizes by fresh uniform samples of the ORIGINAL ℓ-itemsets
+drawn here in plain Python). Figures only: no assertions.
 
 Variants: ``exact`` is σ = 1 (the apriori-based anonymization, Acs et al. Sec. V-C);
 ``sampled`` is σ = ``--sigma`` (default 0.99) by Alg. 2, exact up to ``--exact-upto``.
