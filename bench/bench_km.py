@@ -42,7 +42,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from setanon_sql.progress import Step
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -212,7 +215,7 @@ class ProgressLines:
     started: float
     last: str = ""
 
-    def show(self, step: Any) -> None:
+    def show(self, step: Step) -> None:
         line = f"{step.phase}: {step.detail}"
         if line != self.last:
             self.last = line
