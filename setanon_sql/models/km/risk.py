@@ -16,6 +16,7 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
+from setanon_sql.models.km.cleanimages import CleanImages, without_vids
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
     group_violations,
@@ -28,6 +29,7 @@ from setanon_sql.names import staging_table
 from setanon_sql.workload import cap_items
 
 _STREAM_RISK, _STREAM_VERIFY = 900_001, 900_002
+_ONE_CUT = 0  # verify checks every part under the published cut: one version of kept images
 VERIFY_PART = 1_000_000  # samples drawn and checked at once by sampled_violations
 
 
@@ -88,7 +90,12 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
     in the published data. ``published_tables`` binds map, pdict and published.
 
     Drawn and checked in parts of at most VERIFY_PART samples (σ = 0.999 asks for 5.9 M):
-    the counts add up, and the verdict is taken on the totals only, once all are drawn."""
+    the counts add up, and the verdict is taken on the totals only, once all are drawn.
+    The parts are checked under one cut, the published one, so an image's support in the
+    published data is a fact about the image: the images a part finds at support >= k are
+    kept (:class:`.cleanimages.CleanImages`) and a later part counts only the others. A
+    violating image is never kept, so every violating sample is still counted, in its part;
+    the counts are those of counting every image (tests compare the two)."""
     made: dict[str, exp.Table] = {}
     sampler = PositionSampler(backend, items, lambda p: _staging(p, made, backend), seed,
                               _STREAM_VERIFY + ell, first_holder=True)
@@ -101,6 +108,10 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         checked: exp.Table | list[exp.Table] = (
             record_slices(backend, g, lambda i: _staging(f"vslice{i}", made, backend))
             if record_count(backend, g) >= SLICE_FROM_RECORDS else g)
+        counted = _staging("counted", made, backend)
+        # no assumption that the map gives one node per item: the widest image it allows
+        per_item = int(backend.scalar("km_cut_nodes_per_item", None, {"cut": cut}) or 1)
+        clean = CleanImages(backend, lambda p: _staging(p, made, backend), ell * per_item)
         bad = drawn = 0
         while drawn < count:
             got = sampler.draw(ell, min(VERIFY_PART, count - drawn), samples)
@@ -108,11 +119,14 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
                 break
             group_samples(backend, samples, cut, keys, groups,
                           _staging("gnodes", made, backend))
-            group_violations(backend, groups, checked, k, violations,
+            unknown = clean.unknown(groups, _ONE_CUT, counted)
+            group_violations(backend, unknown, checked, k, violations,
                              lambda purpose: _staging(purpose, made, backend))
             bad += violating_count(backend, violations)
             drawn += got
-            for table in (samples, keys, groups, violations):
+            if drawn < count:  # a later part reads them (σ = 0.99's one part keeps none)
+                clean.add(without_vids(unknown, violations), _ONE_CUT)
+            for table in (samples, keys, groups, counted, violations):
                 backend.drop_table(table)
         return bad, drawn
     finally:
