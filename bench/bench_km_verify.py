@@ -1,0 +1,125 @@
+"""The sampled part of km's verify at σ = 0.999 on a published run: what one size costs.
+
+``setanon verify`` checks a sampled size by γ(σ) fresh uniform samples of the ORIGINAL
+ℓ-itemsets (5,866,617 at σ = 0.999), generalized by the published cut and counted in the
+published data, in parts of up to 1 M (``setanon_sql/models/km/risk.py``,
+``sampled_violations``). At 1 M CDR-like users that check is what kept a σ = 0.999 run from
+being verified within an hour (BENCHMARKS.md, km, "Stop 94"). A search at σ = 0.999 takes
+40 minutes there, so this script times the check alone on a run already published in a
+``bench_km.py`` work directory (the latest verified km run of the dataset, unless ``--run``),
+for each size of ``--sizes`` at the sample count of ``--sigma``, whatever σ the run itself
+used: the published cut is the run's, the samples and counts are verify's own.
+
+``--count-every-image`` counts every image of every part, as verify did before it kept the
+images found clean (an A/B within the same hour). Prints the data's shape, then one Markdown
+row per size (samples, violating, the images not counted again, seconds); with ``--profile``,
+where each size's seconds went, per call site. Figures only: no assertions.
+
+Usage (from the repository root, after a ``bench_km.py`` run on the CDR-like data)::
+
+    python bench/bench_km_verify.py --workdir /tmp/cdr1m --sizes 5,6,7 --sigma 0.999
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from sqlglot import exp
+
+from bench.bench_km import format_profile, profile_backend
+from bench.bench_km_accept import print_shape
+from setanon_sql import api
+from setanon_sql.io.published import published
+from setanon_sql.models.km import cleanimages, risk
+from setanon_sql.models.km.params import parse_params
+from setanon_sql.models.km.samplesize import gamma
+from setanon_sql.models.km.verify import run_tables
+
+
+class CountingEveryImage(cleanimages.CleanImages):
+    """Keeps nothing between parts: every image of every part is counted."""
+
+    def unknown(self, groups: exp.Table, version: int, target: exp.Table) -> exp.Table:
+        self.forget()
+        return super().unknown(groups, version, target)
+
+
+class Counting(cleanimages.CleanImages):
+    """Keeps clean images as verify does, and tells the bench how many it saved."""
+
+    last: Counting | None = None
+
+    def add(self, clean: exp.Table | exp.Select, version: int) -> None:
+        Counting.last = self
+        super().add(clean, version)
+
+
+def latest_run(backend: Any, dataset_name: str, run_id: int | None) -> int:
+    """``run_id``, else the latest km run of the dataset that passed verification."""
+    if run_id is not None:
+        return run_id
+    runs = [r for r in api.list_runs(backend, dataset_name)
+            if r["model"] == "km" and r["verification"] == "passed"]
+    if not runs:
+        raise SystemExit(f"no verified km run of {dataset_name!r}: run bench_km.py first")
+    return int(runs[-1]["run_id"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, required=True,
+                        help="a bench_km.py work directory (its km.duckdb)")
+    parser.add_argument("--dataset", default="cdr")
+    parser.add_argument("--run", type=int, default=None)
+    parser.add_argument("--sizes", default="5,6,7")
+    parser.add_argument("--sigma", type=float, default=0.999,
+                        help="the samples per size are γ(σ) (Theorem 1)")
+    parser.add_argument("--k", type=int, default=None, help="default: the run's k at ℓ")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--count-every-image", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    backend = api.open_database(f"duckdb:///{args.workdir / 'km.duckdb'}", "km_bench")
+    dataset = api.find_dataset(backend, args.dataset)
+    if dataset is None:
+        raise SystemExit(f"no dataset {args.dataset!r} in {args.workdir / 'km.duckdb'}")
+    run = api.get_run(backend, dataset, latest_run(backend, args.dataset, args.run))
+    params = parse_params(run.params)
+    attribute = dataset.set_attribute(params.column, "bench_km_verify")
+    tables = run_tables(backend, dataset, attribute, published(backend, dataset, run))
+    print_shape(backend, tables["items"])
+    print(f"# run {run.run_id}: k = {params.k[-1]}, m = {params.m}, σ = {params.sigma[-1]}, "
+          f"{run.figures.get('published_labels')} published labels", flush=True)
+    kept = CountingEveryImage if args.count_every_image else Counting
+    risk.CleanImages = kept  # type: ignore[attr-defined]  # the A/B switch, this process
+    profile = profile_backend(backend) if args.profile else None
+    print("| ℓ | k | samples | violating | clean images kept | images not counted again | "
+          "seconds |")
+    print("|---|---|---|---|---|---|---|", flush=True)
+    for ell in (int(s) for s in args.sizes.split(",")):
+        k = args.k or params.k[min(ell, params.m) - 1]
+        Counting.last = None
+        started = time.perf_counter()
+        with backend.working_tables(), backend.whole_table_joins():
+            bad, drawn = risk.sampled_violations(backend, dataset, tables, tables["items"], ell,
+                                                 k, gamma(args.sigma), args.seed)
+        seconds = time.perf_counter() - started
+        saved = Counting.last.remembered if Counting.last else 0
+        print(f"| {ell} | {k} | {drawn:,} | {bad:,} | "
+              f"{'no' if args.count_every_image else 'yes'} | {saved:,} | {seconds:.1f} |",
+              flush=True)
+        if profile is not None:
+            print(f"# profile of ℓ = {ell}\n{format_profile(profile.totals, 12)}",
+                  file=sys.stderr, flush=True)
+            profile.totals.clear()
+    backend.close()
+
+
+if __name__ == "__main__":
+    main()
