@@ -272,7 +272,9 @@ def run_cell(cell: dict[str, Any]) -> dict[str, Any]:
                                    seed=cell["seed"])
             out: dict[str, Any] = {"seconds": time.perf_counter() - started, "run_id": run_id}
             run = api.get_run(db, dataset, run_id)
-            if profile is not None:
+            if profile is not None:  # the run is verified and published by now
+                print(f"# anonymize (the search and the run's own verify) returned after "
+                      f"{out['seconds']:.1f} s", file=sys.stderr, flush=True)
                 print(f"# profile of the search, {cell['dataset']} k={cell['k']} "
                       f"m={cell['m']} sigma={cell['sigma']}\n{format_profile(profile.totals)}",
                       file=sys.stderr, flush=True)
