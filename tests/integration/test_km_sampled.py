@@ -338,3 +338,59 @@ def test_verification_keeping_clean_images_counts_what_counting_all_counts(
     spread = 4 * math.sqrt(share * (1 - share) / drawn) + 0.01
     assert abs(bad / drawn - share) <= spread, (bad, drawn, share)
     assert [t for t in db.table_names("tmp_")] == []
+
+
+@pytest.mark.parametrize("seed", [6, 8])
+def test_verification_by_looks_stops_at_the_first_that_decides(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    # verify looks at its samples after fixed counts (verify.sample_looks) and stops at the
+    # first look whose bounds decide. Against the oracle's exact violating share: a limit far
+    # below it fails, and one far above passes, at the first look, having drawn only its
+    # samples; at the share itself no look can decide, so every sample is drawn.
+    from setanon_sql.io.published import published
+    from setanon_sql.models.km import risk
+    from setanon_sql.models.km.verify import SequentialCheck
+
+    data, hierarchy = random_case(tmp_path, seed)
+    k, ell = 3, 2  # a run exact for k = 2, m = 1, checked for pairs at k = 3
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
+    share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
+                                      km_oracle.read_mapping(mapping_file), k, ell)
+    assert share > 0.05  # violations to find
+    tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
+    monkeypatch.setattr(risk, "VERIFY_PART", 150)  # looks fall within and between parts
+    looks = [200, 400, 3000]
+    for limit, outcome, at in ((share / 4, "failed", 200), (min(0.99, 4 * share), "passed", 200),
+                               (share, "inconclusive", 3000)):
+        check = SequentialCheck(limit, looks)
+        bad, drawn = risk.sampled_violations(db, dataset, tables, tables["items"], ell, k,
+                                             looks[-1], 7, looks[:-1], check.settled)
+        assert check.decisions[-1].outcome == outcome, (limit, check.decisions)
+        assert drawn == at and len(check.decisions) == looks.index(at) + 1
+        assert (check.decisions[-1].x, check.decisions[-1].n) == (bad, drawn)
+    assert [t for t in db.table_names("tmp_")] == []
+
+
+def test_verify_of_a_sampled_run_decides_at_an_early_look(
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With looks after 100, 200, 400 and 800 of γ(0.95) = 1,457 samples, a run certified at
+    # σ = 0.95 passes verify before drawing them all, and the oracle agrees with it.
+    from setanon_sql.models.km import exactcheck, verify
+
+    data, hierarchy = random_case(tmp_path, 9)
+    sigma = 0.95
+    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="3", m=2,
+                                             sigma=str(sigma), certify="samples")
+    monkeypatch.setattr(verify, "FIRST_LOOK", 100)
+    monkeypatch.setattr(verify, "LOOK_GROWTH", 2)
+    monkeypatch.setattr(exactcheck, "SAMPLE_ROWS", (0,))  # sample every size, never enumerate
+    verdict = api.verify(db, dataset, run)
+    assert verdict.ok
+    for ell in (1, 2):
+        said = str(verdict.details[f"size {ell}"])
+        assert said.startswith("sampled") and "decided at look" in said, said
+        assert "look 5 of 5" not in said, said  # decided before drawing all γ samples
+    original, published_rows = km_oracle.read_fimi(data), km_oracle.read_fimi(out)
+    mapping = km_oracle.read_mapping(mapping_file)
+    for ell in (1, 2):
+        assert km_oracle.violating_share(original, published_rows, mapping, 3, ell) <= 1 - sigma

@@ -9,6 +9,7 @@ choosing k and m. Every table used here is a staging table, dropped before retur
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -84,13 +85,17 @@ def estimate_unicity(backend: Backend, dataset: Dataset, m: int, seed: int = 0,
 
 
 def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dict[str, exp.Table],
-                       items: exp.Table, ell: int, k: int, count: int,
-                       seed: int) -> tuple[int, int]:
+                       items: exp.Table, ell: int, k: int, count: int, seed: int,
+                       looks: Sequence[int] = (),
+                       settled: Callable[[int, int], bool] | None = None) -> tuple[int, int]:
     """(violating, drawn): fresh samples of size ℓ of D whose generalization has support < k
     in the published data. ``published_tables`` binds map, pdict and published.
 
     Drawn and checked in parts of at most VERIFY_PART samples (σ = 0.999 asks for 5.9 M):
-    the counts add up, and the verdict is taken on the totals only, once all are drawn.
+    the counts add up. With ``settled``, after the samples of each of ``looks`` (sample counts
+    below ``count``, fixed before any is drawn) and after all ``count``, ``settled(violating,
+    drawn)`` is asked whether the totals so far decide; the draw stops at the first yes
+    (verify's sequential check, :func:`.verify.sample_looks`).
     The parts are checked under one cut, the published one, so an image's support in the
     published data is a fact about the image: the images a part finds at support >= k are
     kept (:class:`.cleanimages.CleanImages`) and a later part counts only the others. A
@@ -113,21 +118,24 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         per_item = int(backend.scalar("km_cut_nodes_per_item", None, {"cut": cut}) or 1)
         clean = CleanImages(backend, lambda p: _staging(p, made, backend), ell * per_item)
         bad = drawn = 0
-        while drawn < count:
-            got = sampler.draw(ell, min(VERIFY_PART, count - drawn), samples)
-            if not got:
+        for stop in [*sorted(n for n in set(looks) if 0 < n < count), count]:
+            while drawn < stop:
+                got = sampler.draw(ell, min(VERIFY_PART, stop - drawn), samples)
+                if not got:  # Ω^ℓ is empty
+                    return bad, drawn
+                group_samples(backend, samples, cut, keys, groups,
+                              _staging("gnodes", made, backend))
+                unknown = clean.unknown(groups, _ONE_CUT, counted)
+                group_violations(backend, unknown, checked, k, violations,
+                                 lambda purpose: _staging(purpose, made, backend))
+                bad += violating_count(backend, violations)
+                drawn += got
+                if drawn < count:  # a later part may read them (σ = 0.99's one keeps none)
+                    clean.add(without_vids(unknown, violations), _ONE_CUT)
+                for table in (samples, keys, groups, counted, violations):
+                    backend.drop_table(table)
+            if settled is not None and settled(bad, drawn):
                 break
-            group_samples(backend, samples, cut, keys, groups,
-                          _staging("gnodes", made, backend))
-            unknown = clean.unknown(groups, _ONE_CUT, counted)
-            group_violations(backend, unknown, checked, k, violations,
-                             lambda purpose: _staging(purpose, made, backend))
-            bad += violating_count(backend, violations)
-            drawn += got
-            if drawn < count:  # a later part reads them (σ = 0.99's one part keeps none)
-                clean.add(without_vids(unknown, violations), _ONE_CUT)
-            for table in (samples, keys, groups, counted, violations):
-                backend.drop_table(table)
         return bad, drawn
     finally:
         for table in made.values():
