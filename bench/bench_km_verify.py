@@ -10,10 +10,13 @@ being verified within an hour (BENCHMARKS.md, km, "Stop 94"). A search at σ = 0
 for each size of ``--sizes`` at the sample count of ``--sigma``, whatever σ the run itself
 used: the published cut is the run's, the samples and counts are verify's own.
 
-``--count-every-image`` counts every image of every part, as verify did before it kept the
-images found clean (an A/B within the same hour). Prints the data's shape, then one Markdown
-row per size (samples, violating, the images not counted again, seconds); with ``--profile``,
-where each size's seconds went, per call site. Figures only: no assertions.
+The samples are looked at as verify does (``verify.sample_looks``: the check stops at the
+first look whose bounds decide); ``--all-samples`` draws all γ of them, as verify did before
+the looks. ``--count-every-image`` counts every image of every part, as verify did before it
+kept the images found clean (an A/B within the same hour). Prints the data's shape, then one
+Markdown row per size (samples drawn, violating, the verdict and the look that gave it, the
+images not counted again, seconds); with ``--profile``, where each size's seconds went, per
+call site. Figures only: no assertions.
 
 Usage (from the repository root, after a ``bench_km.py`` run on the CDR-like data)::
 
@@ -39,7 +42,7 @@ from setanon_sql.io.published import published
 from setanon_sql.models.km import cleanimages, risk
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.samplesize import gamma
-from setanon_sql.models.km.verify import run_tables
+from setanon_sql.models.km.verify import SequentialCheck, run_tables, sample_looks
 
 
 class CountingEveryImage(cleanimages.CleanImages):
@@ -83,6 +86,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=None, help="default: the run's k at ℓ")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count-every-image", action="store_true")
+    parser.add_argument("--all-samples", action="store_true",
+                        help="draw all γ samples (no early look decides)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     backend = api.open_database(f"duckdb:///{args.workdir / 'km.duckdb'}", "km_bench")
@@ -99,19 +104,24 @@ def main() -> None:
     kept = CountingEveryImage if args.count_every_image else Counting
     risk.CleanImages = kept  # type: ignore[attr-defined]  # the A/B switch, this process
     profile = profile_backend(backend) if args.profile else None
-    print("| ℓ | k | samples | violating | clean images kept | images not counted again | "
-          "seconds |")
-    print("|---|---|---|---|---|---|---|", flush=True)
+    print("| ℓ | k | samples | violating | verdict (look) | clean images kept | "
+          "images not counted again | seconds |")
+    print("|---|---|---|---|---|---|---|---|", flush=True)
     for ell in (int(s) for s in args.sizes.split(",")):
         k = args.k or params.k[min(ell, params.m) - 1]
         Counting.last = None
+        looks = [gamma(args.sigma)] if args.all_samples else sample_looks(gamma(args.sigma))
+        check = SequentialCheck(1 - args.sigma, looks)
         started = time.perf_counter()
         with backend.working_tables(), backend.whole_table_joins():
             bad, drawn = risk.sampled_violations(backend, dataset, tables, tables["items"], ell,
-                                                 k, gamma(args.sigma), args.seed)
+                                                 k, looks[-1], args.seed, looks[:-1],
+                                                 check.settled)
         seconds = time.perf_counter() - started
         saved = Counting.last.remembered if Counting.last else 0
-        print(f"| {ell} | {k} | {drawn:,} | {bad:,} | "
+        verdict = (f"{check.decisions[-1].outcome} ({len(check.decisions)} of {len(looks)})"
+                   if check.decisions else "nothing drawn")
+        print(f"| {ell} | {k} | {drawn:,} | {bad:,} | {verdict} | "
               f"{'no' if args.count_every_image else 'yes'} | {saved:,} | {seconds:.1f} |",
               flush=True)
         if profile is not None:
