@@ -1,9 +1,9 @@
 """The sampled part of km's verify at σ = 0.999 on a published run: what one size costs.
 
-``setanon verify`` checks a sampled size by γ(σ) fresh uniform samples of the ORIGINAL
+``setanon verify`` checks a sampled size by up to γ(σ) fresh uniform samples of the ORIGINAL
 ℓ-itemsets (5,866,617 at σ = 0.999), generalized by the published cut and counted in the
 published data, in parts of up to 1 M (``setanon_sql/models/km/risk.py``,
-``sampled_violations``). At 1 M CDR-like users that check is what kept a σ = 0.999 run from
+``sampled_violations``). At 1 M CDR-like users drawing all γ is what kept a σ = 0.999 run from
 being verified within an hour (BENCHMARKS.md, km, "Stop 94"). A search at σ = 0.999 takes
 40 minutes there, so this script times the check alone on a run already published in a
 ``bench_km.py`` work directory (the latest verified km run of the dataset, unless ``--run``),
@@ -12,11 +12,9 @@ used: the published cut is the run's, the samples and counts are verify's own.
 
 The samples are looked at as verify does (``verify.sample_looks``: the check stops at the
 first look whose bounds decide); ``--all-samples`` draws all γ of them, as verify did before
-the looks. ``--count-every-image`` counts every image of every part, as verify did before it
-kept the images found clean (an A/B within the same hour). Prints the data's shape, then one
-Markdown row per size (samples drawn, violating, the verdict and the look that gave it, the
-images not counted again, seconds); with ``--profile``, where each size's seconds went, per
-call site. Figures only: no assertions.
+the looks. Prints the data's shape, then one Markdown row per size (samples drawn, violating,
+the verdict and the look that gave it, seconds); with ``--profile``, where each size's seconds
+went, per call site. Figures only: no assertions.
 
 Usage (from the repository root, after a ``bench_km.py`` run on the CDR-like data)::
 
@@ -33,34 +31,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sqlglot import exp
-
 from bench.bench_km import format_profile, profile_backend
 from bench.bench_km_accept import print_shape
 from setanon_sql import api
 from setanon_sql.io.published import published
-from setanon_sql.models.km import cleanimages, risk
+from setanon_sql.models.km import risk
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.samplesize import gamma
 from setanon_sql.models.km.verify import SequentialCheck, run_tables, sample_looks
-
-
-class CountingEveryImage(cleanimages.CleanImages):
-    """Keeps nothing between parts: every image of every part is counted."""
-
-    def unknown(self, groups: exp.Table, version: int, target: exp.Table) -> exp.Table:
-        self.forget()
-        return super().unknown(groups, version, target)
-
-
-class Counting(cleanimages.CleanImages):
-    """Keeps clean images as verify does, and tells the bench how many it saved."""
-
-    last: Counting | None = None
-
-    def add(self, clean: exp.Table | exp.Select, version: int) -> None:
-        Counting.last = self
-        super().add(clean, version)
 
 
 def latest_run(backend: Any, dataset_name: str, run_id: int | None) -> int:
@@ -85,7 +63,6 @@ def main() -> None:
                         help="the samples per size are γ(σ) (Theorem 1)")
     parser.add_argument("--k", type=int, default=None, help="default: the run's k at ℓ")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--count-every-image", action="store_true")
     parser.add_argument("--all-samples", action="store_true",
                         help="draw all γ samples (no early look decides)")
     parser.add_argument("--profile", action="store_true")
@@ -101,15 +78,11 @@ def main() -> None:
     print_shape(backend, tables["items"])
     print(f"# run {run.run_id}: k = {params.k[-1]}, m = {params.m}, σ = {params.sigma[-1]}, "
           f"{run.figures.get('published_labels')} published labels", flush=True)
-    kept = CountingEveryImage if args.count_every_image else Counting
-    risk.CleanImages = kept  # type: ignore[attr-defined]  # the A/B switch, this process
     profile = profile_backend(backend) if args.profile else None
-    print("| ℓ | k | samples | violating | verdict (look) | clean images kept | "
-          "images not counted again | seconds |")
-    print("|---|---|---|---|---|---|---|---|", flush=True)
+    print("| ℓ | k | samples | violating | verdict (look of looks) | seconds |")
+    print("|---|---|---|---|---|---|", flush=True)
     for ell in (int(s) for s in args.sizes.split(",")):
         k = args.k or params.k[min(ell, params.m) - 1]
-        Counting.last = None
         looks = [gamma(args.sigma)] if args.all_samples else sample_looks(gamma(args.sigma))
         check = SequentialCheck(1 - args.sigma, looks)
         started = time.perf_counter()
@@ -118,12 +91,9 @@ def main() -> None:
                                                  k, looks[-1], args.seed, looks[:-1],
                                                  check.settled)
         seconds = time.perf_counter() - started
-        saved = Counting.last.remembered if Counting.last else 0
         verdict = (f"{check.decisions[-1].outcome} ({len(check.decisions)} of {len(looks)})"
                    if check.decisions else "nothing drawn")
-        print(f"| {ell} | {k} | {drawn:,} | {bad:,} | {verdict} | "
-              f"{'no' if args.count_every_image else 'yes'} | {saved:,} | {seconds:.1f} |",
-              flush=True)
+        print(f"| {ell} | {k} | {drawn:,} | {bad:,} | {verdict} | {seconds:.1f} |", flush=True)
         if profile is not None:
             print(f"# profile of ℓ = {ell}\n{format_profile(profile.totals, 12)}",
                   file=sys.stderr, flush=True)

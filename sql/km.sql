@@ -474,11 +474,6 @@ GROUP BY vid
 -- A published run as a cut: original item -> published item id (for checks by sampling).
 SELECT m.item_id, pd.item_id AS node_id FROM map AS m JOIN pdict AS pd ON pd.label = m.label
 
--- name: km_cut_nodes_per_item
--- The most nodes one original item maps to in a published cut (one, for any map a km run
--- writes): an image of an l-itemset then holds at most l times this many (risk's kept images).
-SELECT max(n) FROM (SELECT count(DISTINCT node_id) AS n FROM cut GROUP BY item_id) AS w
-
 -- name: km_published_generalized
 SELECT record_id, item_id AS node_id FROM published
 

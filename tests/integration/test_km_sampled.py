@@ -297,49 +297,6 @@ def test_verification_in_parts_matches_the_exact_share(db: Backend, tmp_path: Pa
     assert [t for t in db.table_names("tmp_")] == []
 
 
-@pytest.mark.parametrize("seed", [6, 8, 9])
-def test_verification_keeping_clean_images_counts_what_counting_all_counts(
-        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
-    # verify's parts are all checked under the published cut, so the images a part finds
-    # clean are kept and not counted again (risk.sampled_violations). The violating samples
-    # must be those of counting every image in every part, and a fair estimate of the exact
-    # share; and the kept images must have saved counts.
-    from setanon_sql.io.published import published
-    from setanon_sql.models.km import cleanimages, risk
-
-    made: list[cleanimages.CleanImages] = []
-
-    class Recording(cleanimages.CleanImages):
-        def add(self, clean: exp.Table | exp.Select, version: int) -> None:
-            if not any(known is self for known in made):
-                made.append(self)
-            super().add(clean, version)
-
-    class CountingAll(cleanimages.CleanImages):
-        def unknown(self, groups: exp.Table, version: int, target: exp.Table) -> exp.Table:
-            self.forget()
-            return super().unknown(groups, version, target)
-
-    data, hierarchy = random_case(tmp_path, seed)
-    k, ell, count = 3, 2, 3000  # a run exact for k = 2, m = 1, checked for pairs at k = 3
-    dataset, run, out, mapping_file = run_km(db, data, hierarchy, tmp_path, k="2", m=1)
-    share = km_oracle.violating_share(km_oracle.read_fimi(data), km_oracle.read_fimi(out),
-                                      km_oracle.read_mapping(mapping_file), k, ell)
-    tables = run_tables(db, dataset, dataset.set_attributes[0], published(db, dataset, run))
-    monkeypatch.setattr(risk, "VERIFY_PART", 500)
-    monkeypatch.setattr(risk, "CleanImages", Recording)
-    kept = risk.sampled_violations(db, dataset, tables, tables["items"], ell, k, count, 7)
-    monkeypatch.setattr(risk, "CleanImages", CountingAll)
-    assert risk.sampled_violations(db, dataset, tables, tables["items"], ell, k, count,
-                                   7) == kept
-    assert len(made) == 1 and made[0].remembered > 0  # later parts met images kept before
-    bad, drawn = kept
-    assert drawn == count and share > 0.05 and bad > 0  # violations to find, and found
-    spread = 4 * math.sqrt(share * (1 - share) / drawn) + 0.01
-    assert abs(bad / drawn - share) <= spread, (bad, drawn, share)
-    assert [t for t in db.table_names("tmp_")] == []
-
-
 @pytest.mark.parametrize("seed", [6, 8])
 def test_verification_by_looks_stops_at_the_first_that_decides(
         db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:

@@ -17,7 +17,6 @@ from sqlglot import exp
 from setanon_sql.backends.base import Backend
 from setanon_sql.catalog import Dataset
 from setanon_sql.errors import UsageError
-from setanon_sql.models.km.cleanimages import CleanImages, without_vids
 from setanon_sql.models.km.groupsupport import (
     SLICE_FROM_RECORDS,
     group_violations,
@@ -30,7 +29,6 @@ from setanon_sql.names import staging_table
 from setanon_sql.workload import cap_items
 
 _STREAM_RISK, _STREAM_VERIFY = 900_001, 900_002
-_ONE_CUT = 0  # verify checks every part under the published cut: one version of kept images
 VERIFY_PART = 1_000_000  # samples drawn and checked at once by sampled_violations
 
 
@@ -95,12 +93,7 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
     the counts add up. With ``settled``, after the samples of each of ``looks`` (sample counts
     below ``count``, fixed before any is drawn) and after all ``count``, ``settled(violating,
     drawn)`` is asked whether the totals so far decide; the draw stops at the first yes
-    (verify's sequential check, :func:`.verify.sample_looks`).
-    The parts are checked under one cut, the published one, so an image's support in the
-    published data is a fact about the image: the images a part finds at support >= k are
-    kept (:class:`.cleanimages.CleanImages`) and a later part counts only the others. A
-    violating image is never kept, so every violating sample is still counted, in its part;
-    the counts are those of counting every image (tests compare the two)."""
+    (verify's sequential check, :func:`.verify.sample_looks`)."""
     made: dict[str, exp.Table] = {}
     sampler = PositionSampler(backend, items, lambda p: _staging(p, made, backend), seed,
                               _STREAM_VERIFY + ell, first_holder=True)
@@ -113,10 +106,6 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
         checked: exp.Table | list[exp.Table] = (
             record_slices(backend, g, lambda i: _staging(f"vslice{i}", made, backend))
             if record_count(backend, g) >= SLICE_FROM_RECORDS else g)
-        counted = _staging("counted", made, backend)
-        # no assumption that the map gives one node per item: the widest image it allows
-        per_item = int(backend.scalar("km_cut_nodes_per_item", None, {"cut": cut}) or 1)
-        clean = CleanImages(backend, lambda p: _staging(p, made, backend), ell * per_item)
         bad = drawn = 0
         for stop in [*sorted(n for n in set(looks) if 0 < n < count), count]:
             while drawn < stop:
@@ -125,14 +114,11 @@ def sampled_violations(backend: Backend, dataset: Dataset, published_tables: dic
                     return bad, drawn
                 group_samples(backend, samples, cut, keys, groups,
                               _staging("gnodes", made, backend))
-                unknown = clean.unknown(groups, _ONE_CUT, counted)
-                group_violations(backend, unknown, checked, k, violations,
+                group_violations(backend, groups, checked, k, violations,
                                  lambda purpose: _staging(purpose, made, backend))
                 bad += violating_count(backend, violations)
                 drawn += got
-                if drawn < count:  # a later part may read them (σ = 0.99's one keeps none)
-                    clean.add(without_vids(unknown, violations), _ONE_CUT)
-                for table in (samples, keys, groups, counted, violations):
+                for table in (samples, keys, groups, violations):
                     backend.drop_table(table)
             if settled is not None and settled(bad, drawn):
                 break
