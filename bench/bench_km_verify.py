@@ -5,7 +5,7 @@
 published data, in parts of up to 1 M (``setanon_sql/models/km/risk.py``,
 ``sampled_violations``). At 1 M CDR-like users drawing all γ is what kept a σ = 0.999 run from
 being verified within an hour (BENCHMARKS.md, km, "Stop 94"). A search at σ = 0.999 takes
-40 minutes there, so this script times the check alone on a run already published in a
+20-40 minutes there, so this script times the check alone on a run already published in a
 ``bench_km.py`` work directory (the latest verified km run of the dataset, unless ``--run``),
 for each size of ``--sizes`` at the sample count of ``--sigma``, whatever σ the run itself
 used: the published cut is the run's, the samples and counts are verify's own.
