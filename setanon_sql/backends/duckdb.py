@@ -434,6 +434,14 @@ class DuckDBBackend(Backend):
     def row_locator(self) -> exp.Expr:
         return exp.column("rowid")
 
+    def hex_prefix_value(self, digest: exp.Expr) -> exp.Expr:
+        # CAST('0x' || 8 hex digits AS BIGINT): DuckDB reads a 0x string as hexadecimal. One
+        # cast instead of the portable 16 text functions a row: 280 against 510 ns a number
+        # (2 M md5s, one thread, md5 itself 230 ns), in every draw of the samplers.
+        prefix = exp.Substring(this=digest.copy(), start=exp.Literal.number(1),
+                               length=exp.Literal.number(8))
+        return exp.cast(exp.DPipe(this=exp.Literal.string("0x"), expression=prefix), "BIGINT")
+
     def discard_created(self) -> None:
         """Remove the file (and its write-ahead log and spill directory) that opening this
         connection created, after the command that needed it failed: a failed first ``load``
