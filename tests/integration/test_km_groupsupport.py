@@ -247,6 +247,7 @@ def test_auto_enumerates_short_records_and_reads_postings_of_rare_nodes(db: Back
                             5, target, work) == "postings"
 
 
+@pytest.mark.on_spark
 def test_hex_prefix_value_is_the_same_number_everywhere(db: Backend) -> None:
     """The samplers' random numbers: the first 8 hex digits of md5, as Python reads them
     (md5 'a' begins with a 0 digit, 'w15' with f: the top bit of the 32 set)."""
