@@ -34,9 +34,9 @@ from setanon_sql.models.km.itemsets import (
 from setanon_sql.models.km.levelkeys import KeyPacking
 from setanon_sql.models.km.levels import (
     Level,
-    fits_levels,
     for_each_level,
     level_rows,
+    levels_pay,
     rows_below_of,
 )
 from setanon_sql.models.km.shapes import record_lengths
@@ -143,19 +143,49 @@ def no_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shapes_module, "SHAPE_SURE_REPEATS", 1.0)
 
 
+@pytest.fixture
+def levels_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Levels wherever they fit, whether or not the chain would join more rows than they
+    hold (the small cases here seldom reach LEVEL_GAIN)."""
+    monkeypatch.setattr(levels_module, "LEVEL_GAIN", 0.0)
+
+
+def test_levels_pay_where_the_chain_joins_lower_levels_again() -> None:
+    """levels_pay against the chain's joined rows counted by brute force: the statement for s
+    nodes enumerates every itemset of 1..s nodes of each record again."""
+    def chain_rows(lengths: list[tuple[int, int]], deepest: int) -> int:
+        return sum(level_rows(lengths, j) for s in range(1, deepest + 1)
+                   for j in range(1, s + 1))
+
+    cases = [([(8, 10)], 7), ([(8, 10)], 3), ([(10, 5), (3, 7)], 5), ([(30, 2), (2, 40)], 4),
+             ([(4, 1)], 3), ([(11, 100)], 11)]
+    for lengths, deepest in cases:
+        held = sum(level_rows(lengths, j) for j in range(1, deepest + 1))
+        assert levels_pay(lengths, deepest) == (
+            chain_rows(lengths, deepest) >= levels_module.LEVEL_GAIN * held)
+    # records far longer than the depth (Retail's, at the item level: mean 10.3 items) hold most
+    # rows in the top level, and the chain joins about 1.15 times them: not worth the levels
+    assert not levels_pay([(10, 80_000), (40, 2_000)], 3)
+    # regions a record holds about as many as the depth (the CDR-like cuts at ℓ = 7): they pay
+    assert levels_pay([(8, 100_000)], 7)
+    assert not levels_pay([(8, 100_000_000)], 7)  # but not where a level is too wide
+
+
 @pytest.mark.usefixtures("no_shapes")
-@pytest.mark.parametrize("by_levels", [True, False])
+@pytest.mark.parametrize("way", ["levels", "too wide", "not paying"])
 @pytest.mark.parametrize(("seed", "ell", "k"), [(1, 3, 3), (2, 4, 2), (3, 3, 4)])
 def test_the_tracker_and_verify_find_the_chains_images_either_way(
-        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, by_levels: bool,
+        db: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, way: str,
         seed: int, ell: int, k: int) -> None:
     gen = _search(db, tmp_path, seed)
     counts = gen.table("tcounts")
     db.materialize(counts, "km_generalized_counts", None, {"items": gen.items, "cut": gen.cut})
     lengths = record_lengths(db, counts)
-    if not by_levels:  # every level too wide: the chain
+    by_levels = way == "levels"
+    monkeypatch.setattr(levels_module, "LEVEL_GAIN", 0.0 if by_levels else 1e9)
+    if way == "too wide":  # every level too wide: the chain
         monkeypatch.setattr(levels_module, "LEVEL_ROWS_MAX", 0)
-    assert fits_levels(lengths, ell) == by_levels
+    assert levels_pay(lengths, ell) == by_levels
     tracker = ImageTracker(gen, ell, k, prefix="lv")
     images = tracker.start(counts, lengths)
     assert (_rows(db, exp.select("*").from_(images.copy()), {})
@@ -180,7 +210,7 @@ def test_the_tracker_and_verify_find_the_chains_images_either_way(
     db.drop_table(counts)
 
 
-@pytest.mark.usefixtures("no_shapes")
+@pytest.mark.usefixtures("no_shapes", "levels_always")
 @pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4)])
 @pytest.mark.on_spark(seeds=[2])
 def test_kept_levels_are_built_once_per_cut_and_k_and_give_the_chains_images(
@@ -260,7 +290,7 @@ def test_kept_levels_are_all_dropped_when_building_one_fails(
     db.drop_table(counts)
 
 
-@pytest.mark.usefixtures("no_shapes")
+@pytest.mark.usefixtures("no_shapes", "levels_always")
 # k = 1: no itemset is below k, so the first round certifies (the others merge)
 @pytest.mark.parametrize(("seed", "k"), [(1, 3), (2, 2), (3, 4), (4, 1)])
 def test_a_start_is_priced_by_the_levels_it_builds_and_steering_by_it_first(

@@ -74,7 +74,7 @@ from setanon_sql.models.km.itemsets import (
     itemset_occurrences,
     loosest_k,
 )
-from setanon_sql.models.km.levels import Level, fits_levels, for_each_level, rows_below_of
+from setanon_sql.models.km.levels import Level, for_each_level, levels_pay, rows_below_of
 from setanon_sql.models.km.samplesize import gamma_bound
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import with_alias
@@ -243,7 +243,7 @@ def share_bounds(backend: Backend, counts: exp.Table, items: exp.Table, ks: dict
             bound[ell] += float(itemsets or 0.0)
 
     try:
-        if shapes is None and shape_table is not None and fits_levels(lengths, max(ks)):
+        if shapes is None and shape_table is not None and levels_pay(lengths, max(ks)):
             for_each_level(backend, counts, lengths, max(ks), shape_table,
                            lambda level: add(level.size, level))
         else:

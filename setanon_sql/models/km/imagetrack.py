@@ -25,7 +25,7 @@ from setanon_sql.models.km.itemsets import (
     violating_image_part,
     violating_image_rows,
 )
-from setanon_sql.models.km.levels import fits_levels
+from setanon_sql.models.km.levels import fits_levels, levels_pay
 from setanon_sql.models.km.shapes import drop_shapes, record_lengths, record_shapes
 from setanon_sql.sqlrender import union_all
 
@@ -62,7 +62,7 @@ class ImageTracker:
         kept = self.gen.kept_levels.holds(self._key) and fits_levels(lengths, self.ell)
         shapes = None if kept else record_shapes(b, counts, self.ell, self._table, lengths)
         try:
-            if shapes is None and fits_levels(lengths, self.ell):
+            if shapes is None and levels_pay(lengths, self.ell):
                 self._start_by_levels(counts, lengths, images)
             else:
                 with enumeration_joins(b, self.ell):

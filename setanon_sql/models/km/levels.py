@@ -38,6 +38,9 @@ from setanon_sql.models.km.levelkeys import (
 # above holds 13.8 M rows at its widest; a σ = 0.999 certificate priced at 1 M users may
 # enumerate 10^9 rows, which the chain streams and the levels would store.
 LEVEL_ROWS_MAX = 40_000_000
+# Levels are built where the chain would join at least this many times their rows (see
+# :func:`levels_pay`: a level's row costs about twice a chain's).
+LEVEL_GAIN = 2.0
 
 
 def level_rows(lengths: list[tuple[int, int]], size: int) -> int:
@@ -48,6 +51,25 @@ def level_rows(lengths: list[tuple[int, int]], size: int) -> int:
 def fits_levels(lengths: list[tuple[int, int]], deepest: int) -> bool:
     """Whether every level up to ``deepest`` nodes holds at most :data:`LEVEL_ROWS_MAX` rows."""
     return all(level_rows(lengths, size) <= LEVEL_ROWS_MAX for size in range(1, deepest + 1))
+
+
+def levels_pay(lengths: list[tuple[int, int]], deepest: int) -> bool:
+    """Whether to enumerate by levels (where they fit, :func:`fits_levels`) rather than by the
+    chain: where the chain joins at least :data:`LEVEL_GAIN` times the rows the levels hold.
+
+    The chain's statement for s nodes joins again every level below s, so it joins Σ_j
+    (deepest - j + 1) × rows(j) where the levels hold Σ_j rows(j); but a level's row costs
+    about twice a chain's (it is written, grouped by its keys and joined back for the rows
+    below k). At ℓ = 11 on the 19-region cut of 100,000 CDR-like users the chain joined 4.5
+    times the levels' rows, and the levels took 34.7 s against its 74.6 s (module docstring).
+    Retail's records are long, so its top level holds most of the rows: the chain joins
+    1.1-1.2 times them at ℓ = 3 and 4, and the levels made the sampled search's first
+    enumerations of size 3 about twice as slow (BENCHMARKS.md, km, "Built (stop 96)")."""
+    if not fits_levels(lengths, deepest):
+        return False
+    rows = [level_rows(lengths, size) for size in range(1, deepest + 1)]
+    chain = sum(held * (deepest - size + 1) for size, held in enumerate(rows, start=1))
+    return chain >= LEVEL_GAIN * sum(rows)
 
 
 def level_bytes(lengths: list[tuple[int, int]], deepest: int) -> int:
