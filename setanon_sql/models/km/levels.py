@@ -13,7 +13,9 @@ named twice in a CTE (BENCHMARKS.md, km, "Built (stop 86)").
 
 Two levels are stored at a time, and the level of 2 nodes (the deeper ones grow by it), so
 where the widest level would hold more than :data:`LEVEL_ROWS_MAX` rows the callers enumerate
-by the chain, which stores none.
+by the chain, which stores none; and where the chain would join fewer than
+:data:`LEVEL_GAIN` times the levels' rows (long records, whose top level holds most of them),
+the chain is the cheaper way (:func:`levels_pay`).
 """
 
 from __future__ import annotations
