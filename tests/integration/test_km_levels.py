@@ -256,6 +256,10 @@ def test_kept_levels_are_built_once_per_cut_and_k_and_give_the_chains_images(
     db.drop_table(counts)
     assert gen.version > before
     assert images_of(3, k, "f") == [1, 2, 3]  # another cut: every level again
+    # where new levels would not pay, those kept for the cut are still read and grown
+    monkeypatch.setattr(levels_module, "LEVEL_GAIN", 1e9)
+    assert images_of(4, k, "g") == [4]
+    assert images_of(4, k + 1, "h") == []  # another k, nothing kept: the chain
     gen.drop_work_tables()
     assert not db.table_names(gen.table("kept").name)
 

@@ -62,7 +62,7 @@ class ImageTracker:
         kept = self.gen.kept_levels.holds(self._key) and fits_levels(lengths, self.ell)
         shapes = None if kept else record_shapes(b, counts, self.ell, self._table, lengths)
         try:
-            if shapes is None and levels_pay(lengths, self.ell):
+            if kept or (shapes is None and levels_pay(lengths, self.ell)):
                 self._start_by_levels(counts, lengths, images)
             else:
                 with enumeration_joins(b, self.ell):
