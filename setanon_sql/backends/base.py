@@ -533,6 +533,13 @@ class Backend(ABC):
         return self.url
 
 
+def hex_prefix(digest: exp.Expr) -> exp.Expr:
+    """The first 8 hex digits of an md5 ``digest`` (text): what :meth:`Backend.hex_prefix_value`
+    reads as a number, each engine with its own cast."""
+    return exp.Substring(this=digest.copy(), start=exp.Literal.number(1),
+                         length=exp.Literal.number(8))
+
+
 def ragged_row_error(path: Path, line: int, expected: int, found: str) -> InputError:
     """The refusal of a row with another number of fields than the header (both backends).
 

@@ -37,7 +37,14 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from setanon_sql import sqlrender
-from setanon_sql.backends.base import Backend, Params, Rows, Statement, ragged_row_error
+from setanon_sql.backends.base import (
+    Backend,
+    Params,
+    Rows,
+    Statement,
+    hex_prefix,
+    ragged_row_error,
+)
 from setanon_sql.backends.spark_dialect import DIALECT
 from setanon_sql.errors import (
     ConnectionFailedError,
@@ -669,9 +676,7 @@ class SparkBackend(Backend):
     def hex_prefix_value(self, digest: exp.Expr) -> exp.Expr:
         # CAST(conv(8 hex digits, 16, 10) AS BIGINT): Spark's base conversion, one function
         # instead of the portable 16 text functions a row (as DuckDB's and PostgreSQL's casts).
-        prefix = exp.Substring(this=digest.copy(), start=exp.Literal.number(1),
-                               length=exp.Literal.number(8))
-        return exp.cast(exp.func("conv", prefix, exp.Literal.number(16),
+        return exp.cast(exp.func("conv", hex_prefix(digest), exp.Literal.number(16),
                                  exp.Literal.number(10)), "BIGINT")
 
     def close(self) -> None:
