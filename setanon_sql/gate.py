@@ -63,12 +63,14 @@ def require_publishable(dataset: Dataset, run: Run) -> Run:
 
 
 def record_verification(backend: Backend, run_id: int, result: Verification) -> None:
-    """Store the outcome of verifying run ``run_id`` (committed at once): the gate reads it."""
+    """Store the outcome of verifying run ``run_id``: the gate reads it. Its own transaction,
+    so that it is durable once stored (:meth:`.backends.base.Backend.transaction`)."""
     detail: dict[str, Any] = {"covered": result.covered, "details": result.details}
-    backend.run("run_set_verification", {
-        "run_id": run_id, "verification": result.outcome,
-        "detail": json.dumps(detail, sort_keys=True, default=str),
-    }, backend.catalog_tables("runs"))
+    with backend.transaction():
+        backend.run("run_set_verification", {
+            "run_id": run_id, "verification": result.outcome,
+            "detail": json.dumps(detail, sort_keys=True, default=str),
+        }, backend.catalog_tables("runs"))
 
 
 def clear_verification(backend: Backend, run_id: int) -> None:

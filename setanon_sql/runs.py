@@ -183,11 +183,12 @@ def recorded_run(
         _finish(backend, run_id, "failed", started, f"{type(error).__name__}: {error}")
         raise
     else:
-        backend.run("run_finish", {
-            "run_id": run_id, "status": "done", "seconds": time.perf_counter() - started,
-            "figures": json.dumps(context.figures, sort_keys=True, default=float),
-            "message": None,
-        }, tables)
+        with backend.transaction():  # durable once the caller is told the run is done
+            backend.run("run_finish", {
+                "run_id": run_id, "status": "done", "seconds": time.perf_counter() - started,
+                "figures": json.dumps(context.figures, sort_keys=True, default=float),
+                "message": None,
+            }, tables)
     finally:
         _live.discard(_live_key(backend, run_id))
         with suppress(SetanonError):

@@ -198,7 +198,9 @@ class Backend(ABC):
     # ---- transactions ------------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All-or-nothing block; nested blocks join the outermost one."""
+        """All-or-nothing block; nested blocks join the outermost one. Durable once it
+        returns, also where the session commits its other statements asynchronously
+        (PostgreSQL's ``synchronous_commit``)."""
         if self._transaction_depth:
             self._transaction_depth += 1
             try:

@@ -40,6 +40,15 @@ _NO_DELIMITER = "\x02"
 # analytic queries over fresh tables, so the compile is paid on every statement and rarely won
 # back: rho on 25k BMS-WebView-2 records at --m 3 took 353 s with JIT, 320 s without; kanon on
 # 200k claims 62.3 / 55.0 s with, 53.4 / 54.7 s without (BENCHMARKS.md, rho on PostgreSQL).
+# synchronous_commit: whether a COMMIT waits for its write-ahead log to reach the disk. A run
+# commits each of its statements on its own (thousands: every working table's CREATE, ANALYZE
+# and DROP), and on a server that syncs its log (PostgreSQL's defaults) each waited for a flush
+# (3.4 ms a fdatasync on this project's benchmark machine). Off, a server crash can lose
+# the last fraction of a second of commits, never a part of one, and the database stays
+# consistent: what is lost is a run's working tables or bookkeeping, as a kill a moment
+# earlier would have lost them. setanon's explicit transactions (loads, the tables a run
+# publishes, a change in place and its undo, migrations) commit durably all the same
+# (``SET LOCAL synchronous_commit = on``, :meth:`PostgresBackend._begin`).
 class SessionSetting(NamedTuple):
     """setanon's value for a session setting nobody configured, and how to write one."""
 
@@ -48,7 +57,9 @@ class SessionSetting(NamedTuple):
 
 
 SESSION_SETTINGS = {"work_mem": SessionSetting("256MB", "a size such as work_mem=256MB"),
-                    "jit": SessionSetting("off", "jit=off or jit=on")}
+                    "jit": SessionSetting("off", "jit=off or jit=on"),
+                    "synchronous_commit": SessionSetting(
+                        "off", "synchronous_commit=off or synchronous_commit=on")}
 POSTGRES_SETTINGS = tuple(SESSION_SETTINGS)
 
 
@@ -89,6 +100,8 @@ class PostgresBackend(Backend):
     # filter until after the join (4.1M rows down to 265); in one join it filtered X by the
     # sensitive items first (11.1M rows down to 10,081) and probed q's hash with them.
     split_rules_by_holders = False
+    # Whether BEGIN makes its transaction's commit synchronous again (_apply_settings).
+    _durable_transactions = False
 
     def __init__(self, url: URL, schema: str) -> None:
         self._url = url.set(drivername="postgresql")
@@ -169,6 +182,10 @@ class PostgresBackend(Backend):
                                 "AND source = 'default'", {"names": unset}, fetch=True)
             settings = {**{name: SESSION_SETTINGS[name].default for (name,) in rows},
                         **settings}
+        # Commits are made asynchronous by setanon's default only; its explicit transactions
+        # then still commit durably (_begin). A URL's choice holds for every commit.
+        self._durable_transactions = "synchronous_commit" in unset and (
+            settings.get("synchronous_commit") == SESSION_SETTINGS["synchronous_commit"].default)
         for key, value in settings.items():
             try:
                 self._con.execute("SELECT set_config(%s, %s, false)", (key, value))
@@ -223,7 +240,12 @@ class PostgresBackend(Backend):
             raise self._database_error(error, "a setanon statement") from None
 
     def _begin(self) -> None:
+        """BEGIN; where setanon made the session's commits asynchronous (SESSION_SETTINGS),
+        this transaction's commit waits for its log to reach the disk: what a transaction
+        writes (a load, a published table, a change in place) is durable once it returns."""
         self._call("starting a transaction", "BEGIN")
+        if self._durable_transactions:
+            self._call("starting a transaction", "SET LOCAL synchronous_commit = on")
 
     def _commit(self) -> None:
         self._call("committing", "COMMIT")

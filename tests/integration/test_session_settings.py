@@ -1,9 +1,10 @@
 """How setanon's own connection is set up for speed, without reconfiguring anyone else's.
 
-PostgreSQL: work_mem and jit come from the URL (``?work_mem=64MB&jit=on``) or a default
-applied only where nobody configured them, always for setanon's session alone. Working tables
-(a run's own, never published) are UNLOGGED and skip autovacuum on PostgreSQL; on every backend
-they hold what their query gives.
+PostgreSQL: work_mem, jit and synchronous_commit come from the URL (``?work_mem=64MB&jit=on``)
+or a default applied only where nobody configured them, always for setanon's session alone;
+setanon's explicit transactions commit durably where its default made commits asynchronous.
+Working tables (a run's own, never published) are UNLOGGED and skip autovacuum on PostgreSQL;
+on every backend they hold what their query gives.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _setting(backend: Backend, name: str) -> str:
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("name", "chosen"), [("work_mem", "64MB"), ("jit", "on")])
+@pytest.mark.parametrize(("name", "chosen"), [("work_mem", "64MB"), ("jit", "on"),
+                                             ("synchronous_commit", "on")])
 def test_a_setting_from_the_url_or_setanons_default_for_this_session_only(
         pg_server_url: str | None, name: str, chosen: str) -> None:
     url = _require_pg(pg_server_url)
@@ -50,7 +52,8 @@ def test_a_setting_from_the_url_or_setanons_default_for_this_session_only(
 
 
 @pytest.mark.postgres
-@pytest.mark.parametrize(("name", "configured"), [("work_mem", "2MB"), ("jit", "on")])
+@pytest.mark.parametrize(("name", "configured"), [("work_mem", "2MB"), ("jit", "on"),
+                                                  ("synchronous_commit", "local")])
 def test_a_setting_someone_configured_is_kept(pg_server_url: str | None, name: str,
                                               configured: str) -> None:
     # Set through libpq's options, as a role's or the server's setting would be: not 'default'.
@@ -65,13 +68,38 @@ def test_a_setting_someone_configured_is_kept(pg_server_url: str | None, name: s
 @pytest.mark.postgres
 @pytest.mark.parametrize(("name", "bad", "hint"), [
     ("work_mem", "lots", "write a size such as work_mem=256MB"),
-    ("jit", "sometimes", "write jit=off or jit=on")])
+    ("jit", "sometimes", "write jit=off or jit=on"),
+    ("synchronous_commit", "later", "write synchronous_commit=off or synchronous_commit=on")])
 def test_a_bad_setting_is_named(pg_server_url: str | None, name: str, bad: str,
                                 hint: str) -> None:
     url = _with_query(_require_pg(pg_server_url), **{name: bad})
     with pytest.raises(UsageError, match=rf"database URL setting {name}='{bad}' is not valid "
                                          rf"for PostgreSQL \(.*\); {hint}"):
         connect(url, "s")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("query", "outside", "inside"), [
+    ({}, "off", "on"),  # setanon's default: asynchronous work, durable transactions
+    ({"synchronous_commit": "off"}, "off", "off"),  # the URL's choice holds everywhere
+    ({"synchronous_commit": "on"}, "on", "on"),
+    ({"options": "-c synchronous_commit=local"}, "local", "local")])  # configured: kept
+def test_transactions_commit_durably_where_setanons_default_made_commits_asynchronous(
+        pg_server_url: str | None, query: dict[str, str], outside: str, inside: str) -> None:
+    """A run's statements commit without waiting for the log's flush, but what setanon
+    writes in a transaction (a load, a published table, a change in place) is durable when
+    the commit returns; nested blocks and the statements after keep the session's value."""
+    url = _with_query(_require_pg(pg_server_url), **query)
+    with connect(url, "s") as backend:
+        assert _setting(backend, "synchronous_commit") == outside
+        with backend.transaction():
+            assert _setting(backend, "synchronous_commit") == inside
+            with backend.transaction():
+                assert _setting(backend, "synchronous_commit") == inside
+        assert _setting(backend, "synchronous_commit") == outside
+        with pytest.raises(ZeroDivisionError), backend.transaction():
+            raise ZeroDivisionError
+        assert _setting(backend, "synchronous_commit") == outside
 
 
 def test_working_tables_hold_their_query_and_skip_wal_and_autovacuum_on_postgres(

@@ -56,8 +56,10 @@ def local_postgres() -> Iterator[str]:
         subprocess.run(_as_user([str(bin_dir / "initdb"), "-D", str(data), "-U", "setanon",
                                  "--auth=trust", "-E", "UTF8", "--no-locale"]),
                        check=True, capture_output=True)
+        # fsync off, as a throwaway server may; synchronous_commit keeps its default, so that
+        # setanon's own session setting of it is what the tests see.
         options = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=50")
+                   "-c full_page_writes=off -c max_connections=50")
         subprocess.run(_as_user([str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log),
                                  "-o", options, "-w", "-t", "60", "start"]),
                        check=True, capture_output=True)
