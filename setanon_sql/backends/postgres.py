@@ -182,10 +182,11 @@ class PostgresBackend(Backend):
                                 "AND source = 'default'", {"names": unset}, fetch=True)
             settings = {**{name: SESSION_SETTINGS[name].default for (name,) in rows},
                         **settings}
-        # Commits are made asynchronous by setanon's default only; its explicit transactions
-        # then still commit durably (_begin). A URL's choice holds for every commit.
-        self._durable_transactions = "synchronous_commit" in unset and (
-            settings.get("synchronous_commit") == SESSION_SETTINGS["synchronous_commit"].default)
+        # Where setanon's default made commits asynchronous (nobody set it, and now it is
+        # among the settings), its explicit transactions still commit durably (_begin); a
+        # URL's choice holds for every commit.
+        self._durable_transactions = ("synchronous_commit" in unset
+                                      and "synchronous_commit" in settings)
         for key, value in settings.items():
             try:
                 self._con.execute("SELECT set_config(%s, %s, false)", (key, value))
