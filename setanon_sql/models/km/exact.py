@@ -26,13 +26,13 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
+from setanon_sql.models.km.firstslices import materialize_violating_itemsets
 from setanon_sql.models.km.itemsets import (
     enumeration_joins,
     itemset_nodes,
     numbered_itemsets,
     untouched_itemsets,
     violating_counts,
-    violating_itemsets,
 )
 from setanon_sql.progress import report_shrinking
 
@@ -45,9 +45,12 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
     vnodes, prevcut = gen.table("vnodes"), gen.table("xprevcut")
     violations = gen.table("viol0")
     generalized = gen.generalized()
-    with enumeration_joins(backend, ell):
-        backend.materialize(violations, violating_itemsets(generalized, ell), {"k": k})
-    backend.drop_table(generalized)
+    try:
+        with enumeration_joins(backend, ell):
+            slices = materialize_violating_itemsets(backend, violations, generalized, ell, k,
+                                                    gen.table)
+    finally:
+        backend.drop_table(generalized)
     try:
         while True:
             found = gen.row_count(violations)
@@ -60,7 +63,9 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
             backend.materialize(vnodes, itemset_nodes(violations, ell))
             merges = gen.merge(vnodes, error, batch)
             backend.drop_table(vnodes)
-            history.append({"size": ell, "violating_itemsets": found, "merges": merges})
+            history.append({"size": ell, "violating_itemsets": found, "merges": merges,
+                            **({"first_round_slices": slices} if slices > 1 else {})})
+            slices = 1
             if not merges:
                 raise gen.no_merge_error(k)
             violations = _next_violations(gen, violations, prevcut, ell, k, len(history))

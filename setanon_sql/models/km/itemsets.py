@@ -56,14 +56,19 @@ def enumeration_joins(backend: Backend, deepest: int) -> AbstractContextManager[
 
 
 def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
-                        touching: str | None = None) -> exp.Select:
+                        touching: str | None = None, first: bool = False) -> exp.Select:
     """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ; with
-    ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1."""
+    ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1; with
+    ``first``, only those whose n1 lies between the parameters ``:first_low`` and
+    ``:first_high`` (:mod:`.firstslices`)."""
     if touching is not None:
         return _anchored_occurrences(table, ell, item, touching)
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
                        _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"),
                                                                         copy=False)
+    if first:
+        query.where(exp.Between(this=_col("g1", item), low=exp.Placeholder(this="first_low"),
+                                high=exp.Placeholder(this="first_high")), copy=False)
     for j in range(2, ell + 1):
         alias, previous = f"g{j}", f"g{j - 1}"
         on = exp.and_(_col(alias, "record_id").eq(_col("g1", "record_id")),
@@ -269,9 +274,10 @@ def violating_itemsets(table: exp.Table, ell: int, item: str = "node_id") -> exp
 
 
 def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
-                     touching: str | None = None) -> exp.Select:
+                     touching: str | None = None, first: bool = False) -> exp.Select:
     """(n1..nℓ, support) of the ℓ-itemsets of ``table`` with support below ``:k``; with
-    ``touching``, only those holding a node flagged 1 (:func:`itemset_occurrences`).
+    ``touching``, only those holding a node flagged 1, with ``first`` only those whose first
+    node is in a range (:func:`itemset_occurrences`).
 
     With ``touching``, the rows are grouped as they are enumerated (the others in order, then
     the anchor: one form per itemset) and only the itemsets below k are put in node order.
@@ -283,8 +289,8 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     if touching is None:
         return (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
-                .from_(itemset_occurrences(table, ell, item).subquery("o", copy=False),
-                       copy=False)
+                .from_(itemset_occurrences(table, ell, item, first=first)
+                       .subquery("o", copy=False), copy=False)
                 .group_by(*(n.copy() for n in nodes), copy=False)
                 .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k"), copy=False))
     raw = [exp.column(f"a{j}", quoted=True) for j in range(1, ell + 1)]
