@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from itertools import combinations
+from itertools import combinations, pairwise
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -83,14 +83,13 @@ def test_slices_cover_the_nodes_in_order_within_the_limit() -> None:
         ranges = slices_of(rows, limit)
         nodes = [node for node, _ in rows]
         assert ranges[0][0] == nodes[0] and ranges[-1][1] == nodes[-1]
-        for (_, high), (low, _) in zip(ranges, ranges[1:], strict=False):
+        for (_, high), (low, _) in pairwise(ranges):
             assert high < low and nodes[nodes.index(high) + 1] == low  # adjacent, no gap
         for low, high in ranges:
             inside = [count for node, count in rows if low <= node <= high]
             assert sum(inside) <= limit or len(inside) == 1
         # greedy: a slice ends only where the next node would not fit
-        for (_, high), (low, _) in zip(ranges, ranges[1:], strict=False):
-            start = max(lo for lo, hi in ranges if hi == high)
+        for (start, high), (low, _) in pairwise(ranges):
             held = sum(count for node, count in rows if start <= node <= high)
             assert held + dict(rows)[low] > limit
 
