@@ -35,8 +35,9 @@ from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.sqlrender import union_all
 
 # Itemset rows one statement may group. DuckDB grouped 7 × 10^8 rows into at most 1.8 M
-# itemsets in memory at 4.4 M users and wrote partial groups to disk from 10^10 on (above);
-# below 5 × 10^8 rows nothing changes for the data measured so far (1 M CDR-like users).
+# itemsets in memory at 4.4 M users and wrote partial groups to disk at 10^10 (above). At 1 M
+# CDR-like users this cuts size 3's first round (9.1 × 10^8 rows) in two, at no measurable
+# cost (BENCHMARKS.md, km, "Built (stop 98)").
 SLICE_ROWS = 500_000_000
 
 
