@@ -81,6 +81,13 @@ def test_runs_of_another_experiment_are_refused(other: dict[str, Any], message: 
         best_of_script.same_experiment(runs)
 
 
+def test_runs_without_geographic_error_are_refused() -> None:
+    rows = _rows(random.Random(0), range(1, 12))
+    runs = [_run(1, rows, error="ncp"), _run(2, rows, error="ncp")]
+    with pytest.raises(SystemExit, match="geographic error"):
+        best_of_script.same_experiment(runs)
+
+
 def test_runs_of_several_trials_each_are_refused() -> None:
     rows = _rows(random.Random(0), range(1, 12))
     runs = [_run(1, rows, trials=10), _run(2, rows, trials=10)]
