@@ -2,13 +2,13 @@
 
 The exact sizes' first round (:func:`.exact.enforce_exact`) groups every ℓ-itemset of every
 record of <R, D> by its nodes in one statement. At the paper's own scale (Acs et al., Table II:
-4,427,486 CDR-like users) the cut after size 3 left 160 nodes and 6.9 nodes a user, and size 4's
-first round was Σ_r C(|g_r|, 4) = 1.04 × 10^10 itemset rows: DuckDB's grouping of them wrote
-over 53 GB of partial groups to disk (14 GB memory limit) before it was stopped, and would have
-filled the disk. Every itemset has exactly one first node n1, so grouping the rows whose n1 lies
-in one range of node ids counts those itemsets completely: the union of the slices' rows below k
-is the one statement's, row for row, and each slice's groups stay in memory (there, node ids 6-8,
-about 7 × 10^8 rows, took 32.9 s with nothing written to disk).
+4,427,486 CDR-like users) the cut after size 3 left 160 nodes and 6.9 nodes a user, and size
+4's first round was Σ_r C(|g_r|, 4) = 1.04 × 10^10 itemset rows: DuckDB's statement wrote over
+53 GB to disk (14 GB memory limit) before it was stopped with 14 GB of the disk left.
+Every itemset has exactly one first node n1, so grouping the rows whose n1 lies in one range
+of node ids counts those itemsets completely: the union of the slices' rows below k is the one
+statement's, row for row, and each slice stays in memory (there, node ids 6-8, about 7 × 10^8
+rows, took 32.9 s with nothing written to disk).
 
 A slice is a range of consecutive node ids whose itemsets number at most ``max_rows`` (a node
 with more is a slice alone): a record of L nodes has C(L - 1 - p, ℓ - 1) itemsets starting at
@@ -35,7 +35,7 @@ from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.sqlrender import union_all
 
 # Itemset rows one statement may group. DuckDB grouped 7 × 10^8 rows into at most 1.8 M
-# itemsets in memory at 4.4 M users and wrote partial groups to disk at 10^10 (above). At 1 M
+# itemsets in memory at 4.4 M users, and wrote 53 GB to disk at 10^10 (above). At 1 M
 # CDR-like users this cuts size 3's first round (9.1 × 10^8 rows) in two, at no measurable
 # cost (BENCHMARKS.md, km, "Built (stop 98)").
 SLICE_ROWS = 500_000_000
