@@ -93,10 +93,11 @@ def same_experiment(runs: list[RecordedRun]) -> dict[str, Any]:
         raise SystemExit(f"seeds {seeds}: a seed twice is the same draw of A twice")
     if any(int(run.run.params.get("trials", 1)) != 1 for run in runs):
         raise SystemExit("every run must be one trial (--trials 1): each is one draw of A")
-    if setting(first).get("error") != "geo":
-        raise SystemExit(f"{first.where} ran with error {setting(first).get('error')!r}: the "
+    shared = setting(first)
+    if shared.get("error") != "geo":
+        raise SystemExit(f"{first.where} ran with error {shared.get('error')!r}: the "
                          "runs are compared by geographic error (--graph, --error geo)")
-    return setting(first)
+    return shared
 
 
 def after_each_size(run: Run) -> dict[int, dict[str, Any]]:
