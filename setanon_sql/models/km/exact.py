@@ -10,7 +10,8 @@ The round repeats until no ℓ-itemset violates k: exact by construction, becaus
 ends on a count of zero.
 
 Only the first round of a size enumerates every record (in slices of the itemsets' first
-node where that is too many rows for one statement, :mod:`.firstslices`). A later one keeps
+node where that is too many rows for one statement, :mod:`.firstslices`; a later round of such
+a size in slices of their anchor where it needs them). A later one keeps
 the violating itemsets whose nodes the merges left alone (the same items under the same node
 ids, so the same holders and support) and enumerates only the records holding a changed node,
 and of those only the itemsets holding one (:func:`_next_violations`): every holder of such
@@ -27,7 +28,12 @@ from typing import Any
 from sqlglot import exp
 
 from setanon_sql.models.km.cutsearch import CutSearch
-from setanon_sql.models.km.firstslices import materialize_violating_itemsets
+from setanon_sql.models.km.firstslices import (
+    anchor_slices,
+    materialize_violating_itemsets,
+    slice_rows,
+    violating_slices,
+)
 from setanon_sql.models.km.itemsets import (
     enumeration_joins,
     itemset_nodes,
@@ -36,6 +42,7 @@ from setanon_sql.models.km.itemsets import (
     violating_counts,
 )
 from setanon_sql.progress import report_shrinking
+from setanon_sql.sqlrender import union_all
 
 
 def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
@@ -50,6 +57,7 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
         with enumeration_joins(backend, ell):
             slices = materialize_violating_itemsets(backend, violations, generalized, ell, k,
                                                     gen.table)
+            sliced_size = slices > 1
     finally:
         backend.drop_table(generalized)
     try:
@@ -65,31 +73,40 @@ def enforce_exact(gen: CutSearch, ell: int, k: int, error: str,
             merges = gen.merge(vnodes, error, batch)
             backend.drop_table(vnodes)
             entry = {"size": ell, "violating_itemsets": found, "merges": merges}
-            if not history and slices > 1:
-                entry["first_round_slices"] = slices
+            if slices > 1:
+                entry["slices"] = slices
             history.append(entry)
             if not merges:
                 raise gen.no_merge_error(k)
-            violations = _next_violations(gen, violations, prevcut, ell, k, len(history))
+            violations, slices = _next_violations(gen, violations, prevcut, ell, k,
+                                                  len(history), sliced_size)
     finally:
         for table in (violations, prevcut, vnodes):
             backend.drop_table(table)
 
 
 def _next_violations(gen: CutSearch, violations: exp.Table, prevcut: exp.Table, ell: int,
-                     k: int, round_no: int) -> exp.Table:
+                     k: int, round_no: int, sliced_size: bool) -> tuple[exp.Table, int]:
     """The violating ℓ-itemsets under the current cut, from those under ``prevcut``
     (``violations``, dropped here): the untouched ones kept, the ones holding a changed node
-    counted in the records that hold one (module docstring)."""
+    counted in the records that hold one (module docstring), in slices of their anchor where
+    the size's first round was sliced and this round's rows need it. Returns the table and its
+    number of slices (1: one statement)."""
     b = gen.backend
     changed, touched = gen.table("xchanged"), gen.table("xtouched")
     nxt = gen.table(f"viol{round_no}")
+    parts: list[exp.Table] = []
     try:
         gen.touched_since(prevcut, changed, touched)
-        both = exp.union(untouched_itemsets(violations, changed, ell),
-                         violating_counts(touched, ell, touching="fresh"), distinct=False)
-        b.materialize(nxt, numbered_itemsets(both, ell), {"k": k})
+        ranges = anchor_slices(b, touched, ell, "fresh") if sliced_size else None
+        if ranges is None:
+            counted = [violating_counts(touched, ell, touching="fresh")]
+        else:
+            parts = violating_slices(b, touched, ell, k, gen.table, ranges, touching="fresh")
+            counted = [slice_rows(part, ell) for part in parts]
+        both = union_all([untouched_itemsets(violations, changed, ell), *counted], copy=False)
+        b.materialize(nxt, numbered_itemsets(both, ell), {"k": k} if ranges is None else None)
     finally:
-        for table in (changed, touched, violations):
+        for table in (changed, touched, violations, *parts):
             b.drop_table(table)
-    return nxt
+    return nxt, 1 if ranges is None else len(ranges)

@@ -41,23 +41,35 @@ from setanon_sql.sqlrender import union_all
 SLICE_ROWS = 500_000_000
 
 
-def first_node_rows(table: exp.Table, ell: int, item: str = "node_id") -> exp.Select:
+def first_node_rows(table: exp.Table, ell: int, item: str = "node_id",
+                    anchor: str | None = None) -> exp.Select:
     """(first, rows): for each node of ``table(record_id, item)``, how many ℓ-itemsets of the
-    records have it as their smallest node: Σ over its holders of C(nodes after it, ℓ - 1)."""
+    records have it as their smallest node: Σ over its holders of C(nodes after it, ℓ - 1).
+    With ``anchor`` (a 0/1 column), the rows of the anchored enumeration instead
+    (:func:`.itemsets.violating_counts` with ``touching``): for each flagged node, Σ over its
+    holders of C(L - f, ℓ - 1), L the record's nodes and f its flagged nodes up to this one
+    (the others may be any node but itself and the flagged ones below it)."""
     record = exp.column("record_id", quoted=True)
     node = exp.column(item, quoted=True)
     length = exp.Window(this=exp.func("count", exp.Star()), partition_by=[record.copy()])
-    rank = exp.Window(this=exp.RowNumber(), partition_by=[record.copy()],
-                      order=exp.Order(expressions=[exp.Ordered(this=node.copy())]))
+    order = exp.Order(expressions=[exp.Ordered(this=node.copy())])
+    upto = exp.Window(this=exp.RowNumber() if anchor is None else
+                      exp.func("sum", exp.column(anchor, quoted=True)),
+                      partition_by=[record.copy()], order=order)
     ranked = exp.select(node.as_("first", quoted=True),
-                        exp.Sub(this=length, expression=rank).as_("after", quoted=True)).from_(
+                        exp.Sub(this=length, expression=upto).as_("after", quoted=True)).from_(
         table.copy(), copy=False)
+    if anchor is not None:
+        ranked.select(exp.column(anchor, quoted=True).as_("flag", quoted=True), copy=False)
     first = exp.column("first", quoted=True)
-    return (exp.select(first, exp.func("sum", binomial(exp.column("after", quoted=True),
-                                                       ell - 1)).as_("rows", quoted=True))
-            .from_(ranked.subquery("r", copy=False), copy=False)
-            .group_by(first.copy(), copy=False)
-            .order_by(first.copy(), copy=False))
+    query = (exp.select(first, exp.func("sum", binomial(exp.column("after", quoted=True),
+                                                        ell - 1)).as_("rows", quoted=True))
+             .from_(ranked.subquery("r", copy=False), copy=False)
+             .group_by(first.copy(), copy=False)
+             .order_by(first.copy(), copy=False))
+    if anchor is not None:
+        query.where(exp.column("flag", quoted=True).eq(exp.Literal.number(1)), copy=False)
+    return query
 
 
 def slices_of(rows: list[tuple[int, float]], max_rows: int) -> list[tuple[int, int]]:
@@ -84,8 +96,24 @@ def first_node_slices(backend: Backend, table: exp.Table, ell: int,
     total = sum(n * comb(length, ell) for length, n in record_lengths(backend, table))
     if total <= max_rows:
         return None
-    rows = [(int(node), float(count)) for node, count in
-            backend.query(first_node_rows(table, ell))]
+    return _slices(backend, first_node_rows(table, ell), max_rows)
+
+
+def anchor_slices(backend: Backend, table: exp.Table, ell: int, anchor: str,
+                  max_rows: int | None = None) -> list[tuple[int, int]] | None:
+    """:func:`first_node_slices` of the enumeration anchored at the nodes flagged in
+    ``anchor`` (one pass by node decides). Only worth asking in a size whose first round was
+    sliced: a later round's records have no more nodes than the first's, and its anchored rows
+    are distinct itemsets of theirs, so it holds no more rows than that round."""
+    return _slices(backend, first_node_rows(table, ell, anchor=anchor),
+                   SLICE_ROWS if max_rows is None else max_rows)
+
+
+def _slices(backend: Backend, by_node: exp.Select,
+            max_rows: int) -> list[tuple[int, int]] | None:
+    rows = [(int(node), float(count)) for node, count in backend.query(by_node)]
+    if sum(count for _, count in rows) <= max_rows:
+        return None
     return slices_of(rows, max_rows)
 
 
@@ -99,17 +127,37 @@ def materialize_violating_itemsets(backend: Backend, target: exp.Table, table: e
     if ranges is None:
         backend.materialize(target, violating_itemsets(table, ell), {"k": k})
         return 1
-    parts = [work(f"vslice{i}") for i in range(len(ranges))]
+    parts = violating_slices(backend, table, ell, k, work, ranges)
     try:
-        for part, (low, high) in zip(parts, ranges, strict=True):
-            backend.materialize(part, violating_counts(table, ell, first=True),
-                                {"k": k, "first_low": low, "first_high": high})
-        columns = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
-        counted = union_all([exp.select(*(c.copy() for c in columns),
-                                        exp.column("support", quoted=True)).from_(part.copy())
-                             for part in parts], copy=False)
-        backend.materialize(target, numbered_itemsets(counted, ell))
+        backend.materialize(target, numbered_itemsets(union_all(
+            [slice_rows(part, ell) for part in parts], copy=False), ell))
     finally:
         for part in parts:
             backend.drop_table(part)
     return len(ranges)
+
+
+def violating_slices(backend: Backend, table: exp.Table, ell: int, k: int,
+                     work: Callable[[str], exp.Table], ranges: list[tuple[int, int]],
+                     touching: str | None = None) -> list[exp.Table]:
+    """One table per range of first nodes (with ``touching``: of anchors) holding
+    :func:`.itemsets.violating_counts` of the itemsets starting there; the caller drops them
+    (they are dropped here if one fails)."""
+    parts: list[exp.Table] = []
+    try:
+        for i, (low, high) in enumerate(ranges):
+            parts.append(work(f"vslice{i}"))
+            backend.materialize(parts[-1], violating_counts(table, ell, touching=touching,
+                                                            first=True),
+                                {"k": k, "first_low": low, "first_high": high})
+    except BaseException:
+        for part in parts:
+            backend.drop_table(part)
+        raise
+    return parts
+
+
+def slice_rows(part: exp.Table, ell: int) -> exp.Select:
+    """(n1..nℓ, support) of one of :func:`violating_slices`' tables."""
+    return exp.select(*(exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)),
+                      exp.column("support", quoted=True)).from_(part.copy())

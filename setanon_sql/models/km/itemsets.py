@@ -59,16 +59,15 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
                         touching: str | None = None, first: bool = False) -> exp.Select:
     """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ; with
     ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1; with
-    ``first``, only those whose n1 lies between the parameters ``:first_low`` and
-    ``:first_high`` (:mod:`.firstslices`)."""
+    ``first``, only those whose n1 (with ``touching``: whose anchor) lies between the
+    parameters ``:first_low`` and ``:first_high`` (:mod:`.firstslices`)."""
     if touching is not None:
-        return _anchored_occurrences(table, ell, item, touching)
+        return _anchored_occurrences(table, ell, item, touching, first=first)
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
                        _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"),
                                                                         copy=False)
     if first:
-        query.where(exp.Between(this=_col("g1", item), low=exp.Placeholder(this="first_low"),
-                                high=exp.Placeholder(this="first_high")), copy=False)
+        query.where(_in_first_range(_col("g1", item)), copy=False)
     for j in range(2, ell + 1):
         alias, previous = f"g{j}", f"g{j - 1}"
         on = exp.and_(_col(alias, "record_id").eq(_col("g1", "record_id")),
@@ -213,19 +212,29 @@ def _rows_of(source: exp.Table, keys: exp.Expr, columns: list[str], size: int) -
                                       for j in range(1, size + 1))), copy=False))
 
 
+def _in_first_range(node: exp.Expr) -> exp.Between:
+    """``node`` between the parameters ``:first_low`` and ``:first_high``: one slice of an
+    enumeration (:mod:`.firstslices`)."""
+    return exp.Between(this=node, low=exp.Placeholder(this="first_low"),
+                       high=exp.Placeholder(this="first_high"))
+
+
 def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str,
-                          in_place: bool = True) -> exp.Select:
+                          in_place: bool = True, first: bool = False) -> exp.Select:
     """:func:`itemset_occurrences` of the itemsets holding a node flagged 1 in ``flag``, each
     grown from its smallest flagged node (the anchor, alias gℓ) and ℓ - 1 other nodes of the
     record (g1 < ... < gℓ-1, none of them a flagged node below the anchor): a record of L nodes
     with F flagged gives F·C(L - 1, ℓ - 1) rows rather than C(L, ℓ) filtered. The anchor is put
     in its place among the others (:func:`_anchor_in_place`), so n1 < ... < nℓ as there; with
     ``in_place`` False, the columns are a1..aℓ-1 (the others) and aℓ (the anchor), one
-    itemset's rows all alike as well."""
+    itemset's rows all alike as well. ``first``: only the anchors between ``:first_low`` and
+    ``:first_high`` (each itemset has one anchor, so slices of anchors partition the rows)."""
     anchor = f"g{ell}"
     query = (exp.select(_col(anchor, "record_id").as_("record_id", quoted=True))
              .from_(with_alias(table, anchor), copy=False)
              .where(_col(anchor, flag).eq(exp.Literal.number(1)), copy=False))
+    if first:
+        query.where(_in_first_range(_col(anchor, item)), copy=False)
     for j in range(1, ell):
         alias = f"g{j}"
         on = exp.and_(_col(alias, "record_id").eq(_col(anchor, "record_id")),
@@ -277,7 +286,7 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
                      touching: str | None = None, first: bool = False) -> exp.Select:
     """(n1..nℓ, support) of the ℓ-itemsets of ``table`` with support below ``:k``; with
     ``touching``, only those holding a node flagged 1, with ``first`` only those whose first
-    node is in a range (:func:`itemset_occurrences`).
+    node (with ``touching``: whose anchor) is in a range (:func:`itemset_occurrences`).
 
     With ``touching``, the rows are grouped as they are enumerated (the others in order, then
     the anchor: one form per itemset) and only the itemsets below k are put in node order.
@@ -286,8 +295,6 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
     to one process that ordered and grouped them, to keep 4,373 itemsets. Over the 47 later
     rounds of that run's exact sizes (σ = 0.999, k = 20), 61.6 -> 46.0 s on PostgreSQL, 9.3
     -> 8.7 s on DuckDB (BENCHMARKS.md, km, "Built (stop 90)")."""
-    if touching is not None and first:
-        raise ValueError("a range of first nodes slices a full enumeration, not an anchored one")
     nodes = [exp.column(f"n{j}", quoted=True) for j in range(1, ell + 1)]
     if touching is None:
         return (exp.select(*nodes, exp.func("count", exp.Star()).as_("support", quoted=True))
@@ -297,8 +304,8 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
                 .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k"), copy=False))
     raw = [exp.column(f"a{j}", quoted=True) for j in range(1, ell + 1)]
     counted = (exp.select(*raw, exp.func("count", exp.Star()).as_("support", quoted=True))
-               .from_(_anchored_occurrences(table, ell, item, touching, in_place=False)
-                      .subquery("o", copy=False), copy=False)
+               .from_(_anchored_occurrences(table, ell, item, touching, in_place=False,
+                                            first=first).subquery("o", copy=False), copy=False)
                .group_by(*(a.copy() for a in raw), copy=False)
                .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k"), copy=False))
     return exp.select(*(node.as_(f"n{p}", quoted=True, copy=False) for p, node in enumerate(
