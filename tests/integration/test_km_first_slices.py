@@ -30,6 +30,7 @@ from setanon_sql.models.km.firstslices import (
     slice_rows,
     slices_of,
     violating_slices,
+    violation_total,
 )
 from setanon_sql.models.km.itemsets import violating_counts
 from tests.integration.test_km import random_case
@@ -185,6 +186,8 @@ def test_sliced_violations_are_one_statement_s_and_the_oracle_s(db: Backend,
         db.drop_table(out)
     assert made[0] == made[1]
     assert [row[1:] for row in made[0]] == oracle
+    assert (violation_total(db, table, ell, k, "node_id")  # the verifier's exact check
+            == violation_total(db, table, ell, k, "node_id", max_rows=3) == len(oracle))
     assert [row[0] for row in sorted(made[0], key=lambda r: r[1:])] == list(
         range(1, len(oracle) + 1))  # vids in itemset order
     db.drop_table(table)

@@ -30,6 +30,7 @@ from setanon_sql.models.km.itemsets import (
     numbered_itemsets,
     violating_counts,
     violating_itemsets,
+    violation_count,
 )
 from setanon_sql.models.km.shapes import record_lengths
 from setanon_sql.sqlrender import union_all
@@ -88,7 +89,8 @@ def slices_of(rows: list[tuple[int, float]], max_rows: int) -> list[tuple[int, i
 
 
 def first_node_slices(backend: Backend, table: exp.Table, ell: int,
-                      max_rows: int | None = None) -> list[tuple[int, int]] | None:
+                      max_rows: int | None = None,
+                      item: str = "node_id") -> list[tuple[int, int]] | None:
     """The slices enumerating ``table``'s ℓ-itemsets takes, or None where one statement holds
     them all (decided from the records' lengths first, so the pass by node is made only for an
     enumeration that needs it). ``max_rows``: :data:`SLICE_ROWS` unless given."""
@@ -96,7 +98,7 @@ def first_node_slices(backend: Backend, table: exp.Table, ell: int,
     total = sum(n * comb(length, ell) for length, n in record_lengths(backend, table))
     if total <= max_rows:
         return None
-    return _slices(backend, first_node_rows(table, ell), max_rows)
+    return _slices(backend, first_node_rows(table, ell, item), max_rows)
 
 
 def anchor_slices(backend: Backend, table: exp.Table, ell: int, anchor: str,
@@ -135,6 +137,20 @@ def materialize_violating_itemsets(backend: Backend, target: exp.Table, table: e
         for part in parts:
             backend.drop_table(part)
     return len(ranges)
+
+
+def violation_total(backend: Backend, table: exp.Table, ell: int, k: int, item: str,
+                    max_rows: int | None = None) -> int:
+    """:func:`.itemsets.violation_count` (ℓ-itemsets of ``table`` with support in [1, k)),
+    summed over slices of the first node where one statement would group more than
+    ``max_rows`` rows: the exact check of a published output as large as the search's."""
+    ranges = first_node_slices(backend, table, ell, max_rows, item)
+    if ranges is None:
+        return int(backend.scalar(violation_count(table, ell, item), {"k": k}))
+    return sum(int(backend.scalar(
+        exp.select(exp.func("count", exp.Star())).from_(
+            violating_counts(table, ell, item, first=True).subquery("v", copy=False)),
+        {"k": k, "first_low": low, "first_high": high})) for low, high in ranges)
 
 
 def violating_slices(backend: Backend, table: exp.Table, ell: int, k: int,

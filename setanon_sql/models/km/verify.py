@@ -39,7 +39,8 @@ from setanon_sql.errors import UsageError
 from setanon_sql.io.published import Published, published
 from setanon_sql.models.base import Verification
 from setanon_sql.models.km.exactcheck import ShareBound, cheaper_than_samples, share_bounds
-from setanon_sql.models.km.itemsets import enumeration_joins, violation_count
+from setanon_sql.models.km.firstslices import violation_total
+from setanon_sql.models.km.itemsets import enumeration_joins
 from setanon_sql.models.km.params import parse_params
 from setanon_sql.models.km.risk import sampled_violations
 from setanon_sql.models.km.samplesize import gamma
@@ -156,7 +157,7 @@ def _verify_run(backend: Backend, dataset: Dataset, run: Run) -> Verification:
             sampled.append(str(ell))
             continue
         with enumeration_joins(backend, ell):
-            bad = int(backend.scalar(violation_count(view.items[attr_no], ell), {"k": k}))
+            bad = violation_total(backend, view.items[attr_no], ell, k, "item_id")
         details[f"size {ell}"] = f"{bad} itemset(s) with support in [1, {k})"
         failed = failed or bad > 0
     unfaithful = int(backend.scalar("km_unfaithful_rows", tables=original))
