@@ -14,7 +14,7 @@ from sqlglot import exp
 from setanon_sql import api
 from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
-from setanon_sql.models.km import exact
+from setanon_sql.models.km import exact, firstslices
 from setanon_sql.models.km.itemsets import violating_itemsets
 from tests.integration.test_km import random_case
 from tests.integration.test_km_graph import grid_case
@@ -37,17 +37,19 @@ def test_later_rounds_equal_a_full_enumeration(db: Backend, tmp_path: Path,
     incremental = exact._next_violations
 
     def checked(gen: Any, violations: exp.Table, prevcut: exp.Table, ell: int, k: int,
-                round_no: int) -> exp.Table:
-        nxt = incremental(gen, violations, prevcut, ell, k, round_no)
+                round_no: int, sliced_size: bool) -> tuple[exp.Table, int]:
+        nxt, slices = incremental(gen, violations, prevcut, ell, k, round_no, sliced_size)
         generalized, full = gen.generalized(), gen.table("fullviol")
         db.materialize(full, violating_itemsets(generalized, ell), {"k": k})
         assert _rows(db, nxt, ell) == _rows(db, full, ell), (ell, round_no)
         for table in (generalized, full):
             db.drop_table(table)
         compared.append(ell)
-        return nxt
+        return nxt, slices
 
     monkeypatch.setattr(exact, "_next_violations", checked)
+    if seed % 2 == 0:  # every enumeration in slices (one node each where it has rows)
+        monkeypatch.setattr(firstslices, "SLICE_ROWS", 1)
     m = 2 + seed % 2
     params: dict[str, Any] = {"k": "4,3,2"[: 2 * m - 1], "m": m, "batch": 0.2}
     if constraint == "graph":

@@ -15,6 +15,12 @@ with more is a slice alone): a record of L nodes has C(L - 1 - p, ℓ - 1) items
 its node of rank p (from 0), counted in one pass over the records' nodes. Enumerations within
 ``max_rows`` run as one statement as before; what is counted never changes, only in how many
 statements.
+
+The same holds for the two other enumerations as large: a later round of such a size, which
+grows each itemset holding a changed node from its smallest changed node (its anchor; at 4.4 M
+users size 3's later rounds cost about what its first round did), is sliced by anchor
+(:func:`anchor_slices`), and the verifier's exact check of a published output by first node
+(:func:`violation_total`).
 """
 
 from __future__ import annotations
