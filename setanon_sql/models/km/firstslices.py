@@ -153,10 +153,9 @@ def violation_total(backend: Backend, table: exp.Table, ell: int, k: int, item: 
     ranges = first_node_slices(backend, table, ell, max_rows, item)
     if ranges is None:
         return int(backend.scalar(violation_count(table, ell, item), {"k": k}))
-    return sum(int(backend.scalar(
-        exp.select(exp.func("count", exp.Star())).from_(
-            violating_counts(table, ell, item, first=True).subquery("v", copy=False)),
-        {"k": k, "first_low": low, "first_high": high})) for low, high in ranges)
+    return sum(int(backend.scalar(violation_count(table, ell, item, first=True),
+                                  {"k": k, "first_low": low, "first_high": high}))
+               for low, high in ranges)
 
 
 def violating_slices(backend: Backend, table: exp.Table, ell: int, k: int,

@@ -378,10 +378,13 @@ def itemset_nodes(violations: exp.Table, ell: int) -> exp.Select:
     return exp.select("*").from_(query.subquery("u"))
 
 
-def violation_count(table: exp.Table, ell: int, item: str = "item_id") -> exp.Select:
-    """How many ℓ-itemsets of ``table`` have support in [1, :k): the exact k^m check."""
+def violation_count(table: exp.Table, ell: int, item: str = "item_id",
+                    first: bool = False) -> exp.Select:
+    """How many ℓ-itemsets of ``table`` have support in [1, :k): the exact k^m check; with
+    ``first``, of those whose first node is in a range (:func:`itemset_occurrences`). The
+    itemsets are counted, not numbered: a count needs no order."""
     return (exp.select(exp.func("count", exp.Star()))
-            .from_(violating_itemsets(table, ell, item).subquery("v")))
+            .from_(violating_counts(table, ell, item, first=first).subquery("v", copy=False)))
 
 
 def itemset_rows(groups: exp.Table, ell: int) -> exp.Select:
