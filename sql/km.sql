@@ -99,6 +99,16 @@ SELECT node_id FROM (
     SELECT item_id, node_id FROM prevcut EXCEPT SELECT item_id, node_id FROM cut
 ) AS shrunk
 
+-- name: km_node_successors
+-- Each changed node of the previous cut and the node of the next cut its items lie under
+-- (exact.py: the images of the previous round's violating itemsets). Merges only unite nodes,
+-- so an old node has one successor; a node of both cuts with the same items maps to itself
+-- and is not listed.
+SELECT DISTINCT p.node_id AS old_node, c.node_id AS new_node
+FROM prevcut AS p
+JOIN cut AS c ON c.item_id = p.item_id
+JOIN changed AS ch ON ch.node_id = p.node_id
+
 -- name: km_touched_counts
 -- km_generalized_counts of the records holding a changed node, each node flagged (fresh = 1)
 -- when it changed: every holder of an image with a changed node is among these records. Read

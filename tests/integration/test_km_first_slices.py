@@ -23,16 +23,12 @@ from setanon_sql.backends.base import Backend
 from setanon_sql.models import require_model
 from setanon_sql.models.km import firstslices
 from setanon_sql.models.km.firstslices import (
-    anchor_slices,
     first_node_rows,
     first_node_slices,
     materialize_violating_itemsets,
-    slice_rows,
     slices_of,
-    violating_slices,
     violation_total,
 )
-from setanon_sql.models.km.itemsets import violating_counts
 from tests.integration.test_km import random_case
 from tests.integration.test_km_graph import grid_case
 from tests.oracle import km_oracle
@@ -47,32 +43,16 @@ def _records(seed: int) -> dict[int, list[int]]:
             for record in range(1, rng.randint(30, 60))}
 
 
-def _table(db: Backend, records: dict[int, list[int]],
-           flagged: set[int] | None = None) -> exp.Table:
-    """(record_id, node_id, fresh): fresh = 1 for the nodes in ``flagged`` (none if None)."""
+def _table(db: Backend, records: dict[int, list[int]]) -> exp.Table:
+    """(record_id, node_id) of ``records``."""
     table = db.table("t_fs_nodes")
-    rows = [(record, node, int(node in (flagged or set())))
-            for record, nodes in records.items() for node in nodes]
+    rows = [(record, node) for record, nodes in records.items() for node in nodes]
     db.materialize(table, exp.select(
         exp.cast(exp.column("r"), "BIGINT").as_("record_id"),
-        exp.cast(exp.column("n"), "INT").as_("node_id"),
-        exp.cast(exp.column("f"), "INT").as_("fresh")).from_(exp.values(
+        exp.cast(exp.column("n"), "INT").as_("node_id")).from_(exp.values(
             [tuple(exp.Literal.number(v) for v in row) for row in rows], alias="v",
-            columns=["r", "n", "f"])))
+            columns=["r", "n"])))
     return table
-
-
-def _flagged(records: dict[int, list[int]], seed: int) -> set[int]:
-    """About a third of the records' nodes, as a round's changed nodes."""
-    nodes = sorted({node for held in records.values() for node in held})
-    return set(random.Random(seed).sample(nodes, max(1, len(nodes) // 3)))
-
-
-def _anchored_itemsets(records: dict[int, list[int]], flagged: set[int],
-                       ell: int) -> Counter[tuple[int, ...]]:
-    """Brute force: the support of each ℓ-itemset holding a flagged node, in these records."""
-    return Counter(itemset for nodes in records.values() for itemset in combinations(nodes, ell)
-                   if flagged.intersection(itemset))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -94,54 +74,6 @@ def test_rows_by_first_node_are_the_itemsets_starting_there(db: Backend, seed: i
     ranges = first_node_slices(db, table, ell, max_rows=max(1, total // 4))
     assert ranges is not None and len(ranges) >= 2
     db.drop_table(table)
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3])
-@pytest.mark.parametrize("ell", [2, 3, 4])
-@pytest.mark.on_spark(seeds=[1])
-def test_rows_by_anchor_are_the_anchored_itemsets(db: Backend, seed: int, ell: int) -> None:
-    records = _records(seed)
-    flagged = _flagged(records, seed)
-    table = _table(db, records, flagged)
-    expected: Counter[int] = Counter()
-    for itemset, support in _anchored_itemsets(records, flagged, ell).items():
-        expected[min(flagged.intersection(itemset))] += support  # its anchor
-    found = {int(node): round(float(rows)) for node, rows in
-             db.query(first_node_rows(table, ell, anchor="fresh"))}
-    assert set(found) <= flagged
-    assert {node: rows for node, rows in found.items() if rows} == dict(expected)
-    total = sum(expected.values())
-    assert anchor_slices(db, table, ell, "fresh", max_rows=total) is None
-    ranges = anchor_slices(db, table, ell, "fresh", max_rows=max(1, total // 3))
-    if len([rows for rows in expected.values() if rows]) > 1:
-        assert ranges is not None and len(ranges) >= 2
-    db.drop_table(table)
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
-@pytest.mark.on_spark(seeds=[3])
-def test_sliced_anchored_violations_are_one_statement_s_and_the_oracle_s(
-        db: Backend, seed: int) -> None:
-    records = _records(seed)
-    flagged = _flagged(records, seed + 10)
-    table = _table(db, records, flagged)
-    k, ell = 3, 3
-    oracle = sorted((*itemset, count) for itemset, count in
-                    _anchored_itemsets(records, flagged, ell).items() if count < k)
-    whole = sorted(tuple(int(v) for v in row) for row in db.query(
-        violating_counts(table, ell, touching="fresh"), {"k": k}))
-    ranges = slices_of([(int(node), float(rows)) for node, rows in
-                        db.query(first_node_rows(table, ell, anchor="fresh"))], 3)
-    assert len(ranges) > 1
-    parts = violating_slices(db, table, ell, k, lambda p: db.table(f"t_fs_{p}"), ranges,
-                             touching="fresh")
-    sliced = sorted(tuple(int(v) for v in row) for part in parts
-                    for row in db.query(slice_rows(part, ell)))
-    assert whole == sliced == oracle
-    for part in parts:
-        db.drop_table(part)
-    db.drop_table(table)
-    assert not db.table_names("t_fs_")
 
 
 def test_slices_cover_the_nodes_in_order_within_the_limit() -> None:
@@ -223,13 +155,11 @@ def test_a_run_with_every_first_round_sliced_publishes_the_same(
         later = [entry for entry in rounds if all(entry is not f for f in firsts)]
         outputs.append((out.read_text(), [
             {key: value for key, value in entry.items() if key != "slices"}
-            for entry in rounds], max(entry.get("slices", 1) for entry in firsts),
-            max((entry.get("slices", 1) for entry in later), default=1)))
+            for entry in rounds], max(entry.get("slices", 1) for entry in firsts)))
+        assert not any("slices" in entry for entry in later)  # a later round: one statement
         assert km_oracle.km_violations(km_oracle.read_fimi(out), [3, 3, 3], 3) == []
         assert api.verify(db, dataset, run).ok
-    (one, rounds_one, first_one, later_one), (sliced_out, rounds_sliced, first_sliced,
-                                              later_sliced) = outputs
-    assert first_one == later_one == 1
+    (one, rounds_one, first_one), (sliced_out, rounds_sliced, first_sliced) = outputs
+    assert first_one == 1
     assert first_sliced > 1, "the forced limit sliced no first round"
-    assert later_sliced > 1, "the forced limit sliced no later (anchored) round"
     assert sliced_out == one and rounds_sliced == rounds_one

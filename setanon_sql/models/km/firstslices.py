@@ -16,11 +16,9 @@ its node of rank p (from 0), counted in one pass over the records' nodes. Enumer
 ``max_rows`` run as one statement as before; what is counted never changes, only in how many
 statements.
 
-The same holds for the two other enumerations as large: a later round of such a size, which
-grows each itemset holding a changed node from its smallest changed node (its anchor; at 4.4 M
-users size 3's later rounds cost about what its first round did), is sliced by anchor
-(:func:`anchor_slices`), and the verifier's exact check of a published output by first node
-(:func:`violation_total`).
+The same holds for the verifier's exact check of a published output, as large as the search's
+first round (:func:`violation_total`). (A later round of the search counts only the images of
+the round before's violations, :mod:`.exact`, so its groups are no more than those.)
 """
 
 from __future__ import annotations
@@ -48,35 +46,23 @@ from setanon_sql.sqlrender import union_all
 SLICE_ROWS = 500_000_000
 
 
-def first_node_rows(table: exp.Table, ell: int, item: str = "node_id",
-                    anchor: str | None = None) -> exp.Select:
+def first_node_rows(table: exp.Table, ell: int, item: str = "node_id") -> exp.Select:
     """(first, rows): for each node of ``table(record_id, item)``, how many ℓ-itemsets of the
-    records have it as their smallest node: Σ over its holders of C(nodes after it, ℓ - 1).
-    With ``anchor`` (a 0/1 column), the rows of the anchored enumeration instead
-    (:func:`.itemsets.violating_counts` with ``touching``): for each flagged node, Σ over its
-    holders of C(L - f, ℓ - 1), L the record's nodes and f its flagged nodes up to this one
-    (the others may be any node but itself and the flagged ones below it)."""
+    records have it as their smallest node: Σ over its holders of C(nodes after it, ℓ - 1)."""
     record = exp.column("record_id", quoted=True)
     node = exp.column(item, quoted=True)
     length = exp.Window(this=exp.func("count", exp.Star()), partition_by=[record.copy()])
     order = exp.Order(expressions=[exp.Ordered(this=node.copy())])
-    upto = exp.Window(this=exp.RowNumber() if anchor is None else
-                      exp.func("sum", exp.column(anchor, quoted=True)),
-                      partition_by=[record.copy()], order=order)
+    upto = exp.Window(this=exp.RowNumber(), partition_by=[record.copy()], order=order)
     ranked = exp.select(node.as_("first", quoted=True),
                         exp.Sub(this=length, expression=upto).as_("after", quoted=True)).from_(
         table.copy(), copy=False)
-    if anchor is not None:
-        ranked.select(exp.column(anchor, quoted=True).as_("flag", quoted=True), copy=False)
     first = exp.column("first", quoted=True)
-    query = (exp.select(first, exp.func("sum", binomial(exp.column("after", quoted=True),
-                                                        ell - 1)).as_("rows", quoted=True))
-             .from_(ranked.subquery("r", copy=False), copy=False)
-             .group_by(first.copy(), copy=False)
-             .order_by(first.copy(), copy=False))
-    if anchor is not None:
-        query.where(exp.column("flag", quoted=True).eq(exp.Literal.number(1)), copy=False)
-    return query
+    return (exp.select(first, exp.func("sum", binomial(exp.column("after", quoted=True),
+                                                       ell - 1)).as_("rows", quoted=True))
+            .from_(ranked.subquery("r", copy=False), copy=False)
+            .group_by(first.copy(), copy=False)
+            .order_by(first.copy(), copy=False))
 
 
 def slices_of(rows: list[tuple[int, float]], max_rows: int) -> list[tuple[int, int]]:
@@ -105,16 +91,6 @@ def first_node_slices(backend: Backend, table: exp.Table, ell: int,
     if total <= max_rows:
         return None
     return _slices(backend, first_node_rows(table, ell, item), max_rows)
-
-
-def anchor_slices(backend: Backend, table: exp.Table, ell: int, anchor: str,
-                  max_rows: int | None = None) -> list[tuple[int, int]] | None:
-    """:func:`first_node_slices` of the enumeration anchored at the nodes flagged in
-    ``anchor`` (one pass by node decides). Only worth asking in a size whose first round was
-    sliced: a later round's records have no more nodes than the first's, and its anchored rows
-    are distinct itemsets of theirs, so it holds no more rows than that round."""
-    return _slices(backend, first_node_rows(table, ell, anchor=anchor),
-                   SLICE_ROWS if max_rows is None else max_rows)
 
 
 def _slices(backend: Backend, by_node: exp.Select,
@@ -159,17 +135,15 @@ def violation_total(backend: Backend, table: exp.Table, ell: int, k: int, item: 
 
 
 def violating_slices(backend: Backend, table: exp.Table, ell: int, k: int,
-                     work: Callable[[str], exp.Table], ranges: list[tuple[int, int]],
-                     touching: str | None = None) -> list[exp.Table]:
-    """One table per range of first nodes (with ``touching``: of anchors) holding
-    :func:`.itemsets.violating_counts` of the itemsets starting there; the caller drops them
-    (they are dropped here if one fails)."""
+                     work: Callable[[str], exp.Table],
+                     ranges: list[tuple[int, int]]) -> list[exp.Table]:
+    """One table per range of first nodes holding :func:`.itemsets.violating_counts` of the
+    itemsets starting there; the caller drops them (they are dropped here if one fails)."""
     parts: list[exp.Table] = []
     try:
         for i, (low, high) in enumerate(ranges):
             parts.append(work(f"vslice{i}"))
-            backend.materialize(parts[-1], violating_counts(table, ell, touching=touching,
-                                                            first=True),
+            backend.materialize(parts[-1], violating_counts(table, ell, first=True),
                                 {"k": k, "first_low": low, "first_high": high})
     except BaseException:
         for part in parts:

@@ -59,10 +59,11 @@ def itemset_occurrences(table: exp.Table, ell: int, item: str = "node_id",
                         touching: str | None = None, first: bool = False) -> exp.Select:
     """One row (record_id, n1..nℓ) per record and ℓ-itemset it contains, n1 < ... < nℓ; with
     ``touching`` (a 0/1 column of ``table``), only the itemsets holding a node flagged 1; with
-    ``first``, only those whose n1 (with ``touching``: whose anchor) lies between the
-    parameters ``:first_low`` and ``:first_high`` (:mod:`.firstslices`)."""
+    ``first`` (not with ``touching``), only those whose n1 lies between the parameters
+    ``:first_low`` and ``:first_high`` (:mod:`.firstslices`)."""
     if touching is not None:
-        return _anchored_occurrences(table, ell, item, touching, first=first)
+        assert not first, "an anchored enumeration is not sliced"
+        return _anchored_occurrences(table, ell, item, touching)
     query = exp.select(_col("g1", "record_id").as_("record_id", quoted=True),
                        _col("g1", item).as_("n1", quoted=True)).from_(with_alias(table, "g1"),
                                                                         copy=False)
@@ -220,21 +221,24 @@ def _in_first_range(node: exp.Expr) -> exp.Between:
 
 
 def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str,
-                          in_place: bool = True, first: bool = False) -> exp.Select:
+                          in_place: bool = True,
+                          prefixes: Sequence[exp.Table] | None = None) -> exp.Select:
     """:func:`itemset_occurrences` of the itemsets holding a node flagged 1 in ``flag``, each
     grown from its smallest flagged node (the anchor, alias gℓ) and ℓ - 1 other nodes of the
     record (g1 < ... < gℓ-1, none of them a flagged node below the anchor): a record of L nodes
     with F flagged gives F·C(L - 1, ℓ - 1) rows rather than C(L, ℓ) filtered. The anchor is put
     in its place among the others (:func:`_anchor_in_place`), so n1 < ... < nℓ as there; with
     ``in_place`` False, the columns are a1..aℓ-1 (the others) and aℓ (the anchor), one
-    itemset's rows all alike as well. ``first``: only the anchors between ``:first_low`` and
-    ``:first_high`` (each itemset has one anchor, so slices of anchors partition the rows)."""
+    itemset's rows all alike as well. ``prefixes``: only the itemsets of a candidate list,
+    ``prefixes[j]`` holding the candidates' anchor and first j others (aℓ, a1..aj;
+    :func:`candidate_prefixes`), each joined as soon as its nodes are, so that the chain stops
+    growing where no candidate goes on."""
     anchor = f"g{ell}"
     query = (exp.select(_col(anchor, "record_id").as_("record_id", quoted=True))
              .from_(with_alias(table, anchor), copy=False)
              .where(_col(anchor, flag).eq(exp.Literal.number(1)), copy=False))
-    if first:
-        query.where(_in_first_range(_col(anchor, item)), copy=False)
+    if prefixes is not None:
+        _join_prefix(query, prefixes[0], 0, ell, item)
     for j in range(1, ell):
         alias = f"g{j}"
         on = exp.and_(_col(alias, "record_id").eq(_col(anchor, "record_id")),
@@ -243,6 +247,8 @@ def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str,
                               _col(alias, item) > _col(anchor, item)),
                       *([_col(alias, item) > _col(f"g{j - 1}", item)] if j > 1 else []))
         query.join(with_alias(table, alias), on=on, copy=False)
+        if prefixes is not None:
+            _join_prefix(query, prefixes[j], j, ell, item)
     nodes: list[exp.Expr] = [_col(f"g{j}", item) for j in range(1, ell + 1)]
     if in_place:
         nodes = _anchor_in_place(nodes)
@@ -250,6 +256,84 @@ def _anchored_occurrences(table: exp.Table, ell: int, item: str, flag: str,
         query.select(node.as_(f"{'n' if in_place else 'a'}{p}", quoted=True, copy=False),
                      copy=False)
     return query
+
+
+def _join_prefix(query: exp.Select, prefix: exp.Table, depth: int, ell: int,
+                 item: str) -> None:
+    """Join ``prefix`` (aℓ, a1..a``depth``) to the anchored chain of ``query`` on its anchor
+    (alias gℓ) and first ``depth`` others (g1..g``depth``)."""
+    alias = f"p{depth}"
+    on = exp.and_(_col(alias, f"a{ell}").eq(_col(f"g{ell}", item)),
+                  *(_col(alias, f"a{j}").eq(_col(f"g{j}", item)) for j in range(1, depth + 1)))
+    query.join(with_alias(prefix, alias), on=on, copy=False)
+
+
+def candidate_itemsets(violations: exp.Table, successors: exp.Table, ell: int) -> exp.Select:
+    """(a1..aℓ): the images under the next cut of the itemsets of ``violations``
+    (:func:`violating_itemsets` under the previous cut) that hold a changed node, each once, in
+    the anchored form of :func:`_anchored_occurrences` (a1 < ... < aℓ-1 the other nodes, aℓ
+    the smallest changed node); an image of fewer than ℓ nodes (two of its nodes merged) is
+    left out. ``successors(old_node, new_node)``: ``km_node_successors``, the next cut's node
+    of each changed node of the previous cut; the other nodes keep their ids, and a node is
+    changed in the next cut exactly when it is the successor of one (its items grew).
+
+    These are the only itemsets holding a changed node that can be below k (the cut only
+    merges, Acs et al. Alg. 2 l.13-14): a holder of an ℓ-itemset G' of the next cut holds,
+    under each node of G', a node of the previous cut, so an ℓ-itemset G of the previous cut
+    whose image is G'; every holder of G holds G', so supp(G') >= supp(G). G' is below k only
+    if each such G held by a record was below k too, a row of the previous round's
+    violations: G' is one of their images.
+
+    One pass over the rows, no grouping by itemset: each node is mapped by a join, and the
+    others are put in order by their ranks among the row's nodes (all distinct)."""
+    nodes = [exp.column(f"m{j}", quoted=True) for j in range(1, ell + 1)]
+    anchor = exp.column("anchor", quoted=True)
+    mapped = exp.select().from_(with_alias(violations, "v"), copy=False)
+    for j in range(1, ell + 1):
+        alias = f"s{j}"
+        mapped.join(with_alias(successors, alias), join_type="left",
+                    on=_col(alias, "old_node").eq(_col("v", f"n{j}")), copy=False)
+        mapped.select(exp.func("coalesce", _col(alias, "new_node"), _col("v", f"n{j}")).as_(
+            f"m{j}", quoted=True), copy=False)
+    # the smallest changed node (LEAST skips NULLs), NULL where none changed
+    mapped.select(exp.func("least", *(_col(f"s{j}", "new_node") for j in range(1, ell + 1)))
+                  .as_("anchor", quoted=True), copy=False)
+
+    def one_if(condition: exp.Expr) -> exp.Expr:
+        return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                        default=exp.Literal.number(0))
+
+    # each node's place among the others: the nodes below it, less the anchor if below
+    places = [exp.Sub(this=sum_of([one_if(nodes[i].copy() < nodes[j].copy())
+                                   for i in range(ell) if i != j]),
+                      expression=one_if(anchor.copy() < nodes[j].copy()))
+              for j in range(ell)]
+    ordered = exp.select(*(exp.Case(ifs=[exp.If(
+        this=exp.and_(nodes[j].copy().neq(anchor.copy()),
+                      places[j].copy().eq(exp.Literal.number(p))),
+        true=nodes[j].copy()) for j in range(ell)]).as_(f"a{p + 1}", quoted=True)
+        for p in range(ell - 1)), anchor.as_(f"a{ell}", quoted=True)).distinct().from_(
+        mapped.subquery("c", copy=False), copy=False)
+    return ordered.where(exp.and_(anchor.copy().is_(exp.null()).not_(),
+                                  *(nodes[i].copy().neq(nodes[j].copy())
+                                    for i in range(ell) for j in range(i + 1, ell))),
+                         copy=False)
+
+
+def sum_of(terms: Sequence[exp.Expr]) -> exp.Expr:
+    """``terms`` added up (0 for none)."""
+    total: exp.Expr = exp.Literal.number(0)
+    for term in terms:
+        total = exp.Add(this=total, expression=term)
+    return total
+
+
+def candidate_prefixes(candidates: exp.Table, depth: int, ell: int) -> exp.Select:
+    """(a1..a``depth``, aℓ): the distinct prefixes of ``candidates``
+    (:func:`candidate_itemsets`), by which :func:`_anchored_occurrences` stops early."""
+    return (exp.select(*(exp.column(f"a{j}", quoted=True) for j in range(1, depth + 1)),
+                       exp.column(f"a{ell}", quoted=True))
+            .distinct().from_(candidates.copy(), copy=False))
 
 
 def _anchor_in_place(nodes: Sequence[exp.Expr]) -> list[exp.Expr]:
@@ -283,10 +367,12 @@ def violating_itemsets(table: exp.Table, ell: int, item: str = "node_id") -> exp
 
 
 def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
-                     touching: str | None = None, first: bool = False) -> exp.Select:
+                     touching: str | None = None, first: bool = False,
+                     prefixes: Sequence[exp.Table] | None = None) -> exp.Select:
     """(n1..nℓ, support) of the ℓ-itemsets of ``table`` with support below ``:k``; with
-    ``touching``, only those holding a node flagged 1, with ``first`` only those whose first
-    node (with ``touching``: whose anchor) is in a range (:func:`itemset_occurrences`).
+    ``first``, only those whose first node is in a range (:func:`itemset_occurrences`); with
+    ``touching``, only those holding a node flagged 1, and with ``prefixes`` only those of a
+    candidate list (:func:`_anchored_occurrences`).
 
     With ``touching``, the rows are grouped as they are enumerated (the others in order, then
     the anchor: one form per itemset) and only the itemsets below k are put in node order.
@@ -305,7 +391,8 @@ def violating_counts(table: exp.Table, ell: int, item: str = "node_id",
     raw = [exp.column(f"a{j}", quoted=True) for j in range(1, ell + 1)]
     counted = (exp.select(*raw, exp.func("count", exp.Star()).as_("support", quoted=True))
                .from_(_anchored_occurrences(table, ell, item, touching, in_place=False,
-                                            first=first).subquery("o", copy=False), copy=False)
+                                            prefixes=prefixes).subquery("o", copy=False),
+                      copy=False)
                .group_by(*(a.copy() for a in raw), copy=False)
                .having(exp.func("count", exp.Star()) < exp.Placeholder(this="k"), copy=False))
     return exp.select(*(node.as_(f"n{p}", quoted=True, copy=False) for p, node in enumerate(
