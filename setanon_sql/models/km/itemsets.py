@@ -295,9 +295,11 @@ def candidate_itemsets(violations: exp.Table, successors: exp.Table, ell: int) -
                     on=_col(alias, "old_node").eq(_col("v", f"n{j}")), copy=False)
         mapped.select(exp.func("coalesce", _col(alias, "new_node"), _col("v", f"n{j}")).as_(
             f"m{j}", quoted=True), copy=False)
-    # the smallest changed node (LEAST skips NULLs), NULL where none changed
-    mapped.select(exp.func("least", *(_col(f"s{j}", "new_node") for j in range(1, ell + 1)))
-                  .as_("anchor", quoted=True), copy=False)
+    # the smallest changed node (LEAST skips NULLs), NULL where none changed; Spark's LEAST
+    # wants two arguments at least
+    successors_of = [_col(f"s{j}", "new_node") for j in range(1, ell + 1)]
+    mapped.select((exp.func("least", *successors_of) if ell > 1 else successors_of[0]).as_(
+        "anchor", quoted=True), copy=False)
 
     def one_if(condition: exp.Expr) -> exp.Expr:
         return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
