@@ -301,14 +301,10 @@ def candidate_itemsets(violations: exp.Table, successors: exp.Table, ell: int) -
     mapped.select((exp.func("least", *successors_of) if ell > 1 else successors_of[0]).as_(
         "anchor", quoted=True), copy=False)
 
-    def one_if(condition: exp.Expr) -> exp.Expr:
-        return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
-                        default=exp.Literal.number(0))
-
     # each node's place among the others: the nodes below it, less the anchor if below
-    places = [exp.Sub(this=sum_of([one_if(nodes[i].copy() < nodes[j].copy())
+    places = [exp.Sub(this=sum_of([_one_if(nodes[i].copy() < nodes[j].copy())
                                    for i in range(ell) if i != j]),
-                      expression=one_if(anchor.copy() < nodes[j].copy()))
+                      expression=_one_if(anchor.copy() < nodes[j].copy()))
               for j in range(ell)]
     ordered = exp.select(*(exp.Case(ifs=[exp.If(
         this=exp.and_(nodes[j].copy().neq(anchor.copy()),
@@ -320,6 +316,12 @@ def candidate_itemsets(violations: exp.Table, successors: exp.Table, ell: int) -
                                   *(nodes[i].copy().neq(nodes[j].copy())
                                     for i in range(ell) for j in range(i + 1, ell))),
                          copy=False)
+
+
+def _one_if(condition: exp.Expr) -> exp.Expr:
+    """1 where ``condition`` holds, else 0."""
+    return exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))],
+                    default=exp.Literal.number(0))
 
 
 def sum_of(terms: Sequence[exp.Expr]) -> exp.Expr:
@@ -343,11 +345,8 @@ def _anchor_in_place(nodes: Sequence[exp.Expr]) -> list[exp.Expr]:
     anywhere among them (:func:`_anchored_occurrences`)."""
     *others, anchor = nodes
     ell = len(nodes)
-    below: exp.Expr = exp.Literal.number(0)  # how many other nodes sort before the anchor
-    for other in others:
-        below = exp.Add(this=below, expression=exp.Case(ifs=[exp.If(
-            this=other.copy() < anchor.copy(), true=exp.Literal.number(1))],
-            default=exp.Literal.number(0)))
+    # how many other nodes sort before the anchor
+    below = sum_of([_one_if(other.copy() < anchor.copy()) for other in others])
     placed: list[exp.Expr] = []
     for p in range(1, ell + 1):
         ifs = []
